@@ -1,0 +1,113 @@
+// Package store owns OCC's persistent state: the domain types and the Store
+// interface over them. Implementations live in sub-packages (sqlstore for
+// SQLite and PostgreSQL); storetest is the one suite every implementation
+// must pass.
+//
+// Errors: a missing row is errkind.NotFound, a uniqueness or referential
+// clash is errkind.Conflict (with a specific code where the API has one),
+// and anything else is an internal error. The store never imports HTTP.
+//
+// Times are stored with microsecond precision in UTC; implementations
+// truncate on write so that what is read back equals what was written.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is every read and write OCC makes. The authz package wraps it so
+// that each call is authorized against the subject in the context; only the
+// wrapped form is handed to request handlers and domain code.
+type Store interface {
+	// InTx runs fn inside one transaction; fn's Store must be used for every
+	// call that belongs to the transaction. An error from fn rolls back.
+	// Nested InTx calls join the outer transaction.
+	InTx(ctx context.Context, fn func(tx Store) error) error
+
+	// Installation. CreateInstallation fails with Conflict
+	// INSTALLATION_EXISTS when one exists.
+	GetInstallation(ctx context.Context) (Installation, error)
+	CreateInstallation(ctx context.Context, in Installation) error
+
+	// Users and sessions. Emails are compared case-insensitively.
+	CreateUser(ctx context.Context, u User) error
+	GetUser(ctx context.Context, id string) (User, error)
+	GetUserByEmail(ctx context.Context, email string) (User, error)
+	CreateSession(ctx context.Context, s Session) error
+	GetSession(ctx context.Context, tokenHash []byte) (Session, error)
+	DeleteSession(ctx context.Context, tokenHash []byte) error
+	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)
+
+	// Service principals and their API keys. Deleting a principal deletes
+	// its keys, bindings and restrictions.
+	CreateServicePrincipal(ctx context.Context, sp ServicePrincipal) error
+	GetServicePrincipal(ctx context.Context, id string) (ServicePrincipal, error)
+	ListServicePrincipals(ctx context.Context) ([]ServicePrincipal, error)
+	DeleteServicePrincipal(ctx context.Context, id string) error
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	GetAPIKey(ctx context.Context, id string) (APIKey, error)
+	// RevokeAPIKey marks the key revoked at the given time; revoking a
+	// revoked key keeps the first time and succeeds.
+	RevokeAPIKey(ctx context.Context, id string, at time.Time) error
+
+	// IAM. DeleteRole fails with Conflict while a binding uses the role, and
+	// for built-in roles.
+	CreateRole(ctx context.Context, r Role) error
+	GetRole(ctx context.Context, id string) (Role, error)
+	ListRoles(ctx context.Context) ([]Role, error)
+	DeleteRole(ctx context.Context, id string) error
+	CreateAccessBinding(ctx context.Context, b AccessBinding) error
+	GetAccessBinding(ctx context.Context, id string) (AccessBinding, error)
+	ListAccessBindings(ctx context.Context) ([]AccessBinding, error)
+	DeleteAccessBinding(ctx context.Context, id string) error
+	CreateRestriction(ctx context.Context, r Restriction) error
+	GetRestriction(ctx context.Context, id string) (Restriction, error)
+	ListRestrictions(ctx context.Context) ([]Restriction, error)
+	DeleteRestriction(ctx context.Context, id string) error
+	// ListGrants returns the subject's bindings, each with its role's
+	// permissions; ListSubjectRestrictions the restrictions naming it.
+	ListGrants(ctx context.Context, subjectID string) ([]Grant, error)
+	ListSubjectRestrictions(ctx context.Context, subjectID string) ([]Restriction, error)
+
+	// Namespaces. Names are unique (Conflict). DeleteNamespace fails with
+	// Conflict NAMESPACE_NOT_EMPTY while Agents or Configurations remain.
+	CreateNamespace(ctx context.Context, ns Namespace) error
+	GetNamespace(ctx context.Context, id string) (Namespace, error)
+	ListNamespaces(ctx context.Context) ([]Namespace, error)
+	UpdateNamespaceStatus(ctx context.Context, id string, status NamespaceStatus, at time.Time) error
+	DeleteNamespace(ctx context.Context, id string) error
+
+	// Configurations, always addressed within their Namespace. Names are
+	// unique per Namespace. UpdateConfiguration replaces name and document
+	// and increments Generation, returning the stored result.
+	// DeleteConfiguration fails with Conflict while an Agent references it.
+	CreateConfiguration(ctx context.Context, c Configuration) error
+	GetConfiguration(ctx context.Context, namespaceID, id string) (Configuration, error)
+	ListConfigurations(ctx context.Context, namespaceID string) ([]Configuration, error)
+	UpdateConfiguration(ctx context.Context, c Configuration) (Configuration, error)
+	DeleteConfiguration(ctx context.Context, namespaceID, id string) error
+
+	// Agents. CreateAgent inserts the Agent and, when setup is non-nil, its
+	// pending workspace setup in the same transaction. Names are unique per
+	// Namespace.
+	CreateAgent(ctx context.Context, a Agent, setup *WorkspaceSetup) error
+	GetAgent(ctx context.Context, namespaceID, id string) (Agent, error)
+	ListAgents(ctx context.Context, namespaceID string) ([]Agent, error)
+
+	// Workspace setups (private). CompleteWorkspaceSetup clears the files
+	// and marks the record completed; it is idempotent for a completed
+	// record and NotFound when namespace, agent or setup id do not match.
+	GetWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (WorkspaceSetup, error)
+	CompleteWorkspaceSetup(ctx context.Context, namespaceID, agentID, setupID string) (WorkspaceSetup, error)
+	DeleteWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (bool, error)
+
+	// Audit events are append-only; the database refuses updates and
+	// deletes. ListAuditEvents returns at most limit events after the
+	// cursor (nil: from the newest), newest first.
+	AppendAuditEvent(ctx context.Context, e AuditEvent) error
+	ListAuditEvents(ctx context.Context, f AuditFilter, after *AuditCursor, limit int) ([]AuditEvent, error)
+
+	// Close releases the database handle. Only the owner calls it.
+	Close() error
+}
