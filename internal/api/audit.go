@@ -1,0 +1,83 @@
+package api
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/httpx"
+	"github.com/openclaw/occ/internal/occ"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// auditQuery lists the query parameters GET /audit-events accepts; any
+// other parameter is refused, like a query on any other route.
+var auditQuery = map[string]bool{
+	"namespaceId": true, "resourceKind": true, "resourceId": true, "actorId": true, "action": true,
+	"kind": true, "outcome": true, "since": true, "until": true, "limit": true, "cursor": true,
+}
+
+// ListAuditEvents pages through audit events (administrators only).
+func (a *API) ListAuditEvents(w http.ResponseWriter, r *http.Request) {
+	if err := httpx.NoBody(r); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	f, limit, cursor, err := parseAuditQuery(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	page, err := a.svc.ListAuditEvents(r.Context(), f, cursor, limit)
+	respond(w, r, http.StatusOK, page, err)
+}
+
+func parseAuditQuery(r *http.Request) (store.AuditFilter, int, string, error) {
+	q := r.URL.Query()
+	var details []errkind.Detail
+	bad := func(name, code string) { details = append(details, errkind.Detail{Path: "/query/" + name, Code: code}) }
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		v := q[k]
+		if !auditQuery[k] {
+			bad(k, errkind.DetailUnknownField)
+		} else if len(v) != 1 {
+			bad(k, errkind.DetailInvalidValue)
+		} else if len(v[0]) > 400 {
+			bad(k, errkind.DetailTooLong)
+		}
+	}
+	f := store.AuditFilter{
+		NamespaceID: q.Get("namespaceId"), ResourceKind: store.ResourceKind(q.Get("resourceKind")), ResourceID: q.Get("resourceId"),
+		ActorID: q.Get("actorId"), Action: q.Get("action"), Kind: q.Get("kind"), Outcome: q.Get("outcome"),
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			ts, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				bad(t.name, errkind.DetailInvalidFormat)
+			}
+			*t.dst = ts
+		}
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			bad("limit", errkind.DetailInvalidType)
+		case n < 1 || n > occ.MaxAuditPageSize:
+			bad("limit", errkind.DetailInvalidValue)
+		}
+		limit = n
+	}
+	if len(details) > 0 {
+		return f, 0, "", errkind.InvalidDetails("The query is invalid.", details...)
+	}
+	return f, limit, q.Get("cursor"), nil
+}

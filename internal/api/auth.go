@@ -1,0 +1,134 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/occ"
+	"github.com/openclaw/occ/internal/store"
+)
+
+type signInRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+type sessionResponse struct {
+	Subject sessionSubject `json:"subject"`
+	User    *store.User    `json:"user,omitempty"`
+}
+
+type sessionSubject struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	NamespaceID string `json:"namespaceId,omitempty"`
+	Credential  string `json:"credential"`
+}
+
+// SignIn exchanges email and password for a session cookie. A request
+// carrying an API key is refused: keys cannot create sessions.
+func (a *API) SignIn(w http.ResponseWriter, r *http.Request) {
+	if authz.SubjectFrom(r.Context()) != nil && authz.SubjectFrom(r.Context()).Kind == authz.KindServicePrincipal {
+		httpx401(w, r)
+		return
+	}
+	var in signInRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	cookie, user, err := a.sessions.SignIn(r.Context(), in.Email, in.Password)
+	if err != nil {
+		respond(w, r, 0, nil, err)
+		return
+	}
+	http.SetCookie(w, cookie)
+	respond(w, r, http.StatusOK, sessionResponse{
+		Subject: sessionSubject{ID: user.ID, Kind: authz.KindUser, Credential: "session"},
+		User:    &user,
+	}, nil)
+}
+
+func httpx401(w http.ResponseWriter, r *http.Request) {
+	respond(w, r, 0, nil, errkind.New(errkind.Unauthenticated, "API keys cannot create sessions."))
+}
+
+// SignOut ends the caller's session.
+func (a *API) SignOut(w http.ResponseWriter, r *http.Request) {
+	if !bodyless(w, r) {
+		return
+	}
+	s := authz.SubjectFrom(r.Context())
+	if s == nil || s.Credential != "session" {
+		respond(w, r, 0, nil, errkind.New(errkind.Unauthenticated, "There is no session to sign out of."))
+		return
+	}
+	cookie, err := a.sessions.SignOut(r.Context(), r)
+	if err != nil {
+		respond(w, r, 0, nil, err)
+		return
+	}
+	http.SetCookie(w, cookie)
+	respond(w, r, http.StatusOK, map[string]bool{"signedOut": true}, nil)
+}
+
+// Session describes the caller.
+func (a *API) Session(w http.ResponseWriter, r *http.Request) {
+	if !bodyless(w, r) {
+		return
+	}
+	s := authz.SubjectFrom(r.Context())
+	out := sessionResponse{Subject: sessionSubject{ID: s.ID, Kind: s.Kind, NamespaceID: s.NamespaceID, Credential: s.Credential}}
+	if s.Kind == authz.KindUser {
+		u, err := a.svc.CurrentUser(r.Context())
+		if err != nil {
+			respond(w, r, 0, nil, err)
+			return
+		}
+		out.User = &u
+	}
+	respond(w, r, http.StatusOK, out, nil)
+}
+
+type serviceKeyRequest struct {
+	ServicePrincipalID string `json:"servicePrincipalId"`
+	NamespaceID        string `json:"namespaceId,omitempty"`
+	Name               string `json:"name"`
+	ExpiresIn          *int64 `json:"expiresIn,omitempty"`
+}
+
+// CreateServiceKey issues a key; the key is in the response once.
+func (a *API) CreateServiceKey(w http.ResponseWriter, r *http.Request) {
+	var in serviceKeyRequest
+	if !decode(w, r, &in) {
+		return
+	}
+	if !validRef(w, r, "/servicePrincipalId", in.ServicePrincipalID, ids.ServicePrincipal) ||
+		(in.NamespaceID != "" && !validRef(w, r, "/namespaceId", in.NamespaceID, ids.Namespace)) {
+		return
+	}
+	k, err := a.svc.IssueServiceKey(r.Context(), occ.ServiceKeyInput{
+		ServicePrincipalID: in.ServicePrincipalID, NamespaceID: in.NamespaceID, Name: in.Name, ExpiresIn: in.ExpiresIn,
+	})
+	respond(w, r, http.StatusCreated, k, err)
+}
+
+// RevokeServiceKey revokes a key.
+func (a *API) RevokeServiceKey(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathIDs(w, r, "keyId", ids.APIKey)
+	if !ok || !bodyless(w, r) {
+		return
+	}
+	_, err := a.svc.RevokeServiceKey(r.Context(), p[0])
+	respond(w, r, http.StatusOK, map[string]any{"id": p[0], "revoked": true}, err)
+}
+
+// validRef checks an id field of a body.
+func validRef(w http.ResponseWriter, r *http.Request, path, v, prefix string) bool {
+	if ids.Valid(prefix, v) {
+		return true
+	}
+	respond(w, r, 0, nil, errkind.InvalidDetails("The id is malformed.", errkind.Detail{Path: path, Code: errkind.DetailInvalidFormat}))
+	return false
+}

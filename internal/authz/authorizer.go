@@ -1,0 +1,159 @@
+package authz
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Resource identifies what an action is performed on. For a Namespace,
+// ID and NamespaceID are both the Namespace id. For something about to be
+// created, ID is empty and NamespaceID names where it will live. AgentID is
+// set for agent revisions so that a binding on the exact Agent covers them.
+type Resource struct {
+	Kind        store.ResourceKind
+	ID          string
+	NamespaceID string
+	AgentID     string
+}
+
+// Installation is the resource for installation-wide checks.
+var Installation = Resource{Kind: store.KindInstallation}
+
+// NamespaceResource returns the resource for Namespace id.
+func NamespaceResource(id string) Resource {
+	return Resource{Kind: store.KindNamespace, ID: id, NamespaceID: id}
+}
+
+// Decision is the outcome of one check. Evidence lists what decided it,
+// for audit records.
+type Decision struct {
+	Allowed bool
+	// Restricted is true when a deny restriction decided the outcome.
+	Restricted bool
+	// OutOfScope is true when a Namespace-scoped subject addressed
+	// something outside its Namespace.
+	OutOfScope  bool
+	BindingIDs  []string
+	Restriction string
+}
+
+// access is one subject's grants and restrictions, loaded once and then
+// evaluated in memory for any number of resources (list filtering).
+type access struct {
+	subject      *Subject
+	grants       []store.Grant
+	restrictions []store.Restriction
+}
+
+// load reads the subject's grants and restrictions straight from the
+// unwrapped store: the authorizer is the layer below the check.
+func load(ctx context.Context, inner store.Store, s *Subject) (*access, error) {
+	a := &access{subject: s}
+	if s.Kind == KindSystem {
+		return a, nil
+	}
+	var err error
+	if a.grants, err = inner.ListGrants(ctx, s.ID); err != nil {
+		return nil, fmt.Errorf("authz: load grants: %w", err)
+	}
+	if a.restrictions, err = inner.ListSubjectRestrictions(ctx, s.ID); err != nil {
+		return nil, fmt.Errorf("authz: load restrictions: %w", err)
+	}
+	return a, nil
+}
+
+// decide evaluates (action, res). Restrictions win over grants; a
+// Namespace-scoped subject never reaches outside its Namespace.
+func (a *access) decide(action store.Action, res Resource) Decision {
+	s := a.subject
+	if s.Kind == KindSystem {
+		return Decision{Allowed: true}
+	}
+	if s.NamespaceID != "" && res.NamespaceID != s.NamespaceID {
+		return Decision{OutOfScope: true}
+	}
+	for _, r := range a.restrictions {
+		if r.Action == action && r.ResourceKind == res.Kind && covers(r.NamespaceID, r.ResourceKind, r.ResourceID, res) {
+			return Decision{Restricted: true, Restriction: r.ID}
+		}
+	}
+	var d Decision
+	for _, g := range a.grants {
+		if !hasPermission(g.Permissions, action, res.Kind) {
+			continue
+		}
+		b := g.Binding
+		if covers(b.NamespaceID, b.ResourceKind, b.ResourceID, res) {
+			d.Allowed = true
+			d.BindingIDs = append(d.BindingIDs, b.ID)
+		}
+	}
+	return d
+}
+
+func hasPermission(ps []store.Permission, action store.Action, kind store.ResourceKind) bool {
+	for _, p := range ps {
+		if p.Action == action && p.ResourceKind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether a binding or restriction scope includes res:
+// an exact resource scope matches that resource (an exact Agent also covers
+// its revisions, and an exact Namespace everything in it); a Namespace scope
+// matches everything in that Namespace; no scope matches everything.
+func covers(nsScope string, kind store.ResourceKind, id string, res Resource) bool {
+	switch {
+	case id != "":
+		switch {
+		case kind == res.Kind && id == res.ID:
+			return true
+		case kind == store.KindAgent && res.Kind == store.KindAgentRevision && id == res.AgentID:
+			return true
+		case kind == store.KindNamespace && id == res.NamespaceID:
+			return true
+		}
+		return false
+	case nsScope != "":
+		return res.NamespaceID == nsScope
+	default:
+		return true
+	}
+}
+
+// visibility returns the resource whose read permission decides whether a
+// denied caller is told 403 (it can see the target) or 404 (it cannot).
+// For a create, that is the Namespace it would be created in; installation
+// resources are always visible.
+func visibility(action store.Action, res Resource) (Resource, bool) {
+	switch {
+	case res.Kind == store.KindInstallation:
+		return Resource{}, false
+	case action == store.ActionCreate && res.ID == "":
+		if res.NamespaceID == "" {
+			return Resource{}, false
+		}
+		return NamespaceResource(res.NamespaceID), true
+	case res.Kind == store.KindAgentRevision:
+		return Resource{Kind: store.KindAgent, ID: res.AgentID, NamespaceID: res.NamespaceID}, true
+	default:
+		return res, true
+	}
+}
+
+// errDenied builds the error for a denied check: NotFound when the caller
+// may not even read the target, PermissionDenied otherwise.
+func errDenied(visible bool) error {
+	if !visible {
+		return errkind.New(errkind.NotFound, "The requested resource was not found.")
+	}
+	return errkind.New(errkind.PermissionDenied, "You do not have permission to perform this action.")
+}
+
+// errUnauthenticated is returned when no subject is in the context.
+var errUnauthenticated = errkind.New(errkind.Unauthenticated, "Authentication is required.")

@@ -1,0 +1,640 @@
+package authz
+
+import (
+	"context"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// System subjects. Each background component runs as one of these, and
+// each may call only the Store methods listed for it in systemMethods.
+const (
+	SystemAuthn     = "system:authn"
+	SystemBootstrap = "system:bootstrap"
+	SystemWorker    = "system:worker"
+	SystemAudit     = "system:audit"
+)
+
+// SystemSubject returns the subject for a named system component.
+func SystemSubject(name string) *Subject {
+	return &Subject{ID: name, Kind: KindSystem, Credential: "system"}
+}
+
+// systemMethods is the smallest set of Store methods each system subject
+// needs. A system subject calling anything else is refused.
+var systemMethods = map[string]map[string]bool{
+	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUser", "GetUserByEmail",
+		"CreateSession", "DeleteSession", "DeleteExpiredSessions"),
+	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
+		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
+	SystemAudit: set("AppendAuditEvent"),
+	SystemWorker: set("GetInstallation", "GetNamespace", "ListNamespaces", "UpdateNamespaceStatus",
+		"GetConfiguration", "GetAgent", "ListAgents", "GetWorkspaceSetup", "CompleteWorkspaceSetup",
+		"DeleteWorkspaceSetup", "DeleteExpiredSessions", "AppendAuditEvent"),
+}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// DenialHook is told about every denied check so it can be audited. It
+// must not fail the request; errors are its own to log.
+type DenialHook func(ctx context.Context, s *Subject, action store.Action, res Resource, d Decision)
+
+// Store wraps a store.Store and authorizes every call against the subject
+// in the context. It is the only store handed to request handlers, domain
+// code and workers; nothing above it holds the inner store.
+type Store struct {
+	inner  store.Store
+	onDeny DenialHook
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Wrap returns the authorizing store over inner. onDeny may be nil.
+func Wrap(inner store.Store, onDeny DenialHook) *Store {
+	return &Store{inner: inner, onDeny: onDeny}
+}
+
+// Decide evaluates (action, res) for the subject in ctx without side
+// effects and without auditing; domain code uses it for checks that have
+// no single Store call (for example "the issuer holds every grant of the
+// principal").
+func (w *Store) Decide(ctx context.Context, action store.Action, res Resource) (Decision, error) {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return Decision{}, errUnauthenticated
+	}
+	acc, err := load(ctx, w.inner, s)
+	if err != nil {
+		return Decision{}, err
+	}
+	return acc.decide(action, res), nil
+}
+
+// gate authorizes one call: anonymous callers are unauthenticated, system
+// subjects are held to their method list, everyone else must be allowed
+// (action, res). A denial answers 404 when the caller cannot read the
+// target and 403 when it can; a Namespace-scoped key outside its Namespace
+// gets 403.
+func (w *Store) gate(ctx context.Context, method string, action store.Action, res Resource) error {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return errUnauthenticated
+	}
+	if s.Kind == KindSystem {
+		return w.systemGate(s, method)
+	}
+	acc, err := load(ctx, w.inner, s)
+	if err != nil {
+		return err
+	}
+	d := acc.decide(action, res)
+	if d.Allowed {
+		return nil
+	}
+	visible := true
+	switch {
+	case d.OutOfScope:
+		// The reference answers 403 for a Namespace key used elsewhere:
+		// the key's holder knows the other Namespace exists.
+	default:
+		if vr, ok := visibility(action, res); ok {
+			if action == store.ActionRead && vr == res {
+				visible = false
+			} else {
+				visible = acc.decide(store.ActionRead, vr).Allowed
+			}
+		}
+	}
+	if w.onDeny != nil {
+		w.onDeny(ctx, s, action, res, d)
+	}
+	return errDenied(visible)
+}
+
+func (w *Store) systemGate(s *Subject, method string) error {
+	if systemMethods[s.ID][method] {
+		return nil
+	}
+	return errkind.Newf(errkind.PermissionDenied, "system subject %s may not call %s", s.ID, method)
+}
+
+// self reports whether the context's subject is the given identity.
+func self(ctx context.Context, id string) bool {
+	s := SubjectFrom(ctx)
+	return s != nil && s.Kind != KindSystem && s.ID == id
+}
+
+// filter keeps the items the subject may read. Hidden items are dropped
+// silently (not audited): a list is not an attempt on each item.
+func filter[T any](ctx context.Context, w *Store, method string, items []T, res func(T) Resource) ([]T, error) {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return nil, errUnauthenticated
+	}
+	if s.Kind == KindSystem {
+		if err := w.systemGate(s, method); err != nil {
+			return nil, err
+		}
+		return items, nil
+	}
+	acc, err := load(ctx, w.inner, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if acc.decide(store.ActionRead, res(it)).Allowed {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// authenticated requires any subject; system subjects need the method.
+func (w *Store) authenticated(ctx context.Context, method string) error {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return errUnauthenticated
+	}
+	if s.Kind == KindSystem {
+		return w.systemGate(s, method)
+	}
+	return nil
+}
+
+func (w *Store) admin(ctx context.Context, method string) error {
+	return w.gate(ctx, method, store.ActionAdminister, Installation)
+}
+
+// InTx runs fn in a transaction of the inner store, with fn's store wrapped
+// in the same checks.
+func (w *Store) InTx(ctx context.Context, fn func(tx store.Store) error) error {
+	return w.inner.InTx(ctx, func(tx store.Store) error {
+		return fn(&Store{inner: tx, onDeny: w.onDeny})
+	})
+}
+
+func (w *Store) Close() error { return w.inner.Close() }
+
+// --- installation, users, sessions ---
+
+func (w *Store) GetInstallation(ctx context.Context) (store.Installation, error) {
+	if err := w.authenticated(ctx, "GetInstallation"); err != nil {
+		return store.Installation{}, err
+	}
+	return w.inner.GetInstallation(ctx)
+}
+
+func (w *Store) CreateInstallation(ctx context.Context, in store.Installation) error {
+	if err := w.gateSystemOnly(ctx, "CreateInstallation"); err != nil {
+		return err
+	}
+	return w.inner.CreateInstallation(ctx, in)
+}
+
+// gateSystemOnly refuses every non-system subject: these methods are
+// internal plumbing that no request may reach directly.
+func (w *Store) gateSystemOnly(ctx context.Context, method string) error {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return errUnauthenticated
+	}
+	if s.Kind != KindSystem {
+		return errkind.New(errkind.PermissionDenied, "You do not have permission to perform this action.")
+	}
+	return w.systemGate(s, method)
+}
+
+func (w *Store) CreateUser(ctx context.Context, u store.User) error {
+	if s := SubjectFrom(ctx); s != nil && s.Kind == KindSystem {
+		if err := w.systemGate(s, "CreateUser"); err != nil {
+			return err
+		}
+	} else if err := w.admin(ctx, "CreateUser"); err != nil {
+		return err
+	}
+	return w.inner.CreateUser(ctx, u)
+}
+
+func (w *Store) GetUser(ctx context.Context, id string) (store.User, error) {
+	if !self(ctx, id) {
+		if err := w.admin(ctx, "GetUser"); err != nil {
+			return store.User{}, err
+		}
+	}
+	return w.inner.GetUser(ctx, id)
+}
+
+func (w *Store) GetUserByEmail(ctx context.Context, email string) (store.User, error) {
+	if err := w.gateSystemOnly(ctx, "GetUserByEmail"); err != nil {
+		return store.User{}, err
+	}
+	return w.inner.GetUserByEmail(ctx, email)
+}
+
+func (w *Store) CreateSession(ctx context.Context, s store.Session) error {
+	if err := w.gateSystemOnly(ctx, "CreateSession"); err != nil {
+		return err
+	}
+	return w.inner.CreateSession(ctx, s)
+}
+
+func (w *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session, error) {
+	if err := w.gateSystemOnly(ctx, "GetSession"); err != nil {
+		return store.Session{}, err
+	}
+	return w.inner.GetSession(ctx, tokenHash)
+}
+
+func (w *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if err := w.gateSystemOnly(ctx, "DeleteSession"); err != nil {
+		return err
+	}
+	return w.inner.DeleteSession(ctx, tokenHash)
+}
+
+func (w *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {
+	if err := w.gateSystemOnly(ctx, "DeleteExpiredSessions"); err != nil {
+		return 0, err
+	}
+	return w.inner.DeleteExpiredSessions(ctx, now)
+}
+
+// --- service principals and API keys ---
+
+func spResource(sp store.ServicePrincipal) Resource {
+	return Resource{Kind: store.KindServiceAccount, ID: sp.ID, NamespaceID: sp.NamespaceID}
+}
+
+func (w *Store) CreateServicePrincipal(ctx context.Context, sp store.ServicePrincipal) error {
+	res := Resource{Kind: store.KindServiceAccount, NamespaceID: sp.NamespaceID}
+	if err := w.gate(ctx, "CreateServicePrincipal", store.ActionCreate, res); err != nil {
+		return err
+	}
+	return w.inner.CreateServicePrincipal(ctx, sp)
+}
+
+func (w *Store) GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error) {
+	if s := SubjectFrom(ctx); s != nil && s.Kind == KindSystem {
+		if err := w.systemGate(s, "GetServicePrincipal"); err != nil {
+			return store.ServicePrincipal{}, err
+		}
+		return w.inner.GetServicePrincipal(ctx, id)
+	}
+	if err := w.authenticated(ctx, "GetServicePrincipal"); err != nil {
+		return store.ServicePrincipal{}, err
+	}
+	sp, err := w.inner.GetServicePrincipal(ctx, id)
+	if err != nil {
+		return store.ServicePrincipal{}, err
+	}
+	if err := w.gate(ctx, "GetServicePrincipal", store.ActionRead, spResource(sp)); err != nil {
+		return store.ServicePrincipal{}, err
+	}
+	return sp, nil
+}
+
+func (w *Store) ListServicePrincipals(ctx context.Context) ([]store.ServicePrincipal, error) {
+	if err := w.authenticated(ctx, "ListServicePrincipals"); err != nil {
+		return nil, err
+	}
+	all, err := w.inner.ListServicePrincipals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return filter(ctx, w, "ListServicePrincipals", all, spResource)
+}
+
+func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
+	if err := w.authenticated(ctx, "DeleteServicePrincipal"); err != nil {
+		return err
+	}
+	sp, err := w.inner.GetServicePrincipal(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := w.gate(ctx, "DeleteServicePrincipal", store.ActionDelete, spResource(sp)); err != nil {
+		return err
+	}
+	return w.inner.DeleteServicePrincipal(ctx, id)
+}
+
+// API keys are installation administration (reference: the issuer needs
+// Installation administer); authn reads them as its system subject.
+func (w *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
+	if err := w.admin(ctx, "CreateAPIKey"); err != nil {
+		return err
+	}
+	return w.inner.CreateAPIKey(ctx, k)
+}
+
+func (w *Store) GetAPIKey(ctx context.Context, id string) (store.APIKey, error) {
+	if s := SubjectFrom(ctx); s == nil || s.Kind != KindSystem {
+		if err := w.admin(ctx, "GetAPIKey"); err != nil {
+			return store.APIKey{}, err
+		}
+	} else if err := w.systemGate(s, "GetAPIKey"); err != nil {
+		return store.APIKey{}, err
+	}
+	return w.inner.GetAPIKey(ctx, id)
+}
+
+func (w *Store) RevokeAPIKey(ctx context.Context, id string, at time.Time) error {
+	if err := w.admin(ctx, "RevokeAPIKey"); err != nil {
+		return err
+	}
+	return w.inner.RevokeAPIKey(ctx, id, at)
+}
+
+// --- IAM: installation administration ---
+
+func (w *Store) CreateRole(ctx context.Context, r store.Role) error {
+	if err := w.adminOrSystem(ctx, "CreateRole"); err != nil {
+		return err
+	}
+	return w.inner.CreateRole(ctx, r)
+}
+
+// adminOrSystem admits installation administrators and system subjects
+// whose method list includes method (bootstrap creates the first roles).
+func (w *Store) adminOrSystem(ctx context.Context, method string) error {
+	if s := SubjectFrom(ctx); s != nil && s.Kind == KindSystem {
+		return w.systemGate(s, method)
+	}
+	return w.admin(ctx, method)
+}
+
+func (w *Store) GetRole(ctx context.Context, id string) (store.Role, error) {
+	if err := w.adminOrSystem(ctx, "GetRole"); err != nil {
+		return store.Role{}, err
+	}
+	return w.inner.GetRole(ctx, id)
+}
+
+func (w *Store) ListRoles(ctx context.Context) ([]store.Role, error) {
+	if err := w.admin(ctx, "ListRoles"); err != nil {
+		return nil, err
+	}
+	return w.inner.ListRoles(ctx)
+}
+
+func (w *Store) DeleteRole(ctx context.Context, id string) error {
+	if err := w.admin(ctx, "DeleteRole"); err != nil {
+		return err
+	}
+	return w.inner.DeleteRole(ctx, id)
+}
+
+func (w *Store) CreateAccessBinding(ctx context.Context, b store.AccessBinding) error {
+	if err := w.adminOrSystem(ctx, "CreateAccessBinding"); err != nil {
+		return err
+	}
+	return w.inner.CreateAccessBinding(ctx, b)
+}
+
+func (w *Store) GetAccessBinding(ctx context.Context, id string) (store.AccessBinding, error) {
+	if err := w.admin(ctx, "GetAccessBinding"); err != nil {
+		return store.AccessBinding{}, err
+	}
+	return w.inner.GetAccessBinding(ctx, id)
+}
+
+func (w *Store) ListAccessBindings(ctx context.Context) ([]store.AccessBinding, error) {
+	if err := w.admin(ctx, "ListAccessBindings"); err != nil {
+		return nil, err
+	}
+	return w.inner.ListAccessBindings(ctx)
+}
+
+func (w *Store) DeleteAccessBinding(ctx context.Context, id string) error {
+	if err := w.admin(ctx, "DeleteAccessBinding"); err != nil {
+		return err
+	}
+	return w.inner.DeleteAccessBinding(ctx, id)
+}
+
+func (w *Store) CreateRestriction(ctx context.Context, r store.Restriction) error {
+	if err := w.admin(ctx, "CreateRestriction"); err != nil {
+		return err
+	}
+	return w.inner.CreateRestriction(ctx, r)
+}
+
+func (w *Store) GetRestriction(ctx context.Context, id string) (store.Restriction, error) {
+	if err := w.admin(ctx, "GetRestriction"); err != nil {
+		return store.Restriction{}, err
+	}
+	return w.inner.GetRestriction(ctx, id)
+}
+
+func (w *Store) ListRestrictions(ctx context.Context) ([]store.Restriction, error) {
+	if err := w.admin(ctx, "ListRestrictions"); err != nil {
+		return nil, err
+	}
+	return w.inner.ListRestrictions(ctx)
+}
+
+func (w *Store) DeleteRestriction(ctx context.Context, id string) error {
+	if err := w.admin(ctx, "DeleteRestriction"); err != nil {
+		return err
+	}
+	return w.inner.DeleteRestriction(ctx, id)
+}
+
+// A subject may list its own grants and restrictions (the session endpoint
+// shows them); anyone else's need installation administer.
+func (w *Store) ListGrants(ctx context.Context, subjectID string) ([]store.Grant, error) {
+	if !self(ctx, subjectID) {
+		if err := w.admin(ctx, "ListGrants"); err != nil {
+			return nil, err
+		}
+	}
+	return w.inner.ListGrants(ctx, subjectID)
+}
+
+func (w *Store) ListSubjectRestrictions(ctx context.Context, subjectID string) ([]store.Restriction, error) {
+	if !self(ctx, subjectID) {
+		if err := w.admin(ctx, "ListSubjectRestrictions"); err != nil {
+			return nil, err
+		}
+	}
+	return w.inner.ListSubjectRestrictions(ctx, subjectID)
+}
+
+// --- namespaces ---
+
+func (w *Store) CreateNamespace(ctx context.Context, ns store.Namespace) error {
+	if err := w.gate(ctx, "CreateNamespace", store.ActionCreate, Resource{Kind: store.KindNamespace}); err != nil {
+		return err
+	}
+	return w.inner.CreateNamespace(ctx, ns)
+}
+
+func (w *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, error) {
+	if err := w.gate(ctx, "GetNamespace", store.ActionRead, NamespaceResource(id)); err != nil {
+		return store.Namespace{}, err
+	}
+	return w.inner.GetNamespace(ctx, id)
+}
+
+func (w *Store) ListNamespaces(ctx context.Context) ([]store.Namespace, error) {
+	if err := w.authenticated(ctx, "ListNamespaces"); err != nil {
+		return nil, err
+	}
+	all, err := w.inner.ListNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return filter(ctx, w, "ListNamespaces", all, func(n store.Namespace) Resource { return NamespaceResource(n.ID) })
+}
+
+// Namespace status is the worker's to move; no request changes it directly.
+func (w *Store) UpdateNamespaceStatus(ctx context.Context, id string, status store.NamespaceStatus, at time.Time) error {
+	if err := w.gateSystemOnly(ctx, "UpdateNamespaceStatus"); err != nil {
+		return err
+	}
+	return w.inner.UpdateNamespaceStatus(ctx, id, status, at)
+}
+
+func (w *Store) DeleteNamespace(ctx context.Context, id string) error {
+	if err := w.gate(ctx, "DeleteNamespace", store.ActionDelete, NamespaceResource(id)); err != nil {
+		return err
+	}
+	return w.inner.DeleteNamespace(ctx, id)
+}
+
+// --- configurations ---
+
+func cfgResource(ns, id string) Resource {
+	return Resource{Kind: store.KindConfiguration, ID: id, NamespaceID: ns}
+}
+
+func (w *Store) CreateConfiguration(ctx context.Context, c store.Configuration) error {
+	if err := w.gate(ctx, "CreateConfiguration", store.ActionCreate, cfgResource(c.NamespaceID, "")); err != nil {
+		return err
+	}
+	return w.inner.CreateConfiguration(ctx, c)
+}
+
+func (w *Store) GetConfiguration(ctx context.Context, namespaceID, id string) (store.Configuration, error) {
+	if err := w.gate(ctx, "GetConfiguration", store.ActionRead, cfgResource(namespaceID, id)); err != nil {
+		return store.Configuration{}, err
+	}
+	return w.inner.GetConfiguration(ctx, namespaceID, id)
+}
+
+func (w *Store) ListConfigurations(ctx context.Context, namespaceID string) ([]store.Configuration, error) {
+	if err := w.gate(ctx, "ListConfigurations", store.ActionRead, NamespaceResource(namespaceID)); err != nil {
+		return nil, err
+	}
+	all, err := w.inner.ListConfigurations(ctx, namespaceID)
+	if err != nil {
+		return nil, err
+	}
+	return filter(ctx, w, "ListConfigurations", all, func(c store.Configuration) Resource { return cfgResource(c.NamespaceID, c.ID) })
+}
+
+func (w *Store) UpdateConfiguration(ctx context.Context, c store.Configuration) (store.Configuration, error) {
+	if err := w.gate(ctx, "UpdateConfiguration", store.ActionUpdate, cfgResource(c.NamespaceID, c.ID)); err != nil {
+		return store.Configuration{}, err
+	}
+	return w.inner.UpdateConfiguration(ctx, c)
+}
+
+func (w *Store) DeleteConfiguration(ctx context.Context, namespaceID, id string) error {
+	if err := w.gate(ctx, "DeleteConfiguration", store.ActionDelete, cfgResource(namespaceID, id)); err != nil {
+		return err
+	}
+	return w.inner.DeleteConfiguration(ctx, namespaceID, id)
+}
+
+// --- agents and workspace setups ---
+
+func agentResource(ns, id string) Resource {
+	return Resource{Kind: store.KindAgent, ID: id, NamespaceID: ns}
+}
+
+// CreateAgent needs Agent create in the Namespace and read on the exact
+// Configuration the Agent will use.
+func (w *Store) CreateAgent(ctx context.Context, a store.Agent, setup *store.WorkspaceSetup) error {
+	if err := w.gate(ctx, "CreateAgent", store.ActionCreate, agentResource(a.NamespaceID, "")); err != nil {
+		return err
+	}
+	if err := w.gate(ctx, "CreateAgent", store.ActionRead, cfgResource(a.NamespaceID, a.ConfigurationID)); err != nil {
+		return err
+	}
+	return w.inner.CreateAgent(ctx, a, setup)
+}
+
+func (w *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
+	if err := w.gate(ctx, "GetAgent", store.ActionRead, agentResource(namespaceID, id)); err != nil {
+		return store.Agent{}, err
+	}
+	return w.inner.GetAgent(ctx, namespaceID, id)
+}
+
+func (w *Store) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
+	if err := w.gate(ctx, "ListAgents", store.ActionRead, NamespaceResource(namespaceID)); err != nil {
+		return nil, err
+	}
+	all, err := w.inner.ListAgents(ctx, namespaceID)
+	if err != nil {
+		return nil, err
+	}
+	return filter(ctx, w, "ListAgents", all, func(a store.Agent) Resource { return agentResource(a.NamespaceID, a.ID) })
+}
+
+// Workspace setups are private: only the worker reads or completes them.
+// Deleting a pending setup also follows Agent delete (an undeployed
+// Agent's staged bytes are erased when the Agent is deleted).
+func (w *Store) GetWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (store.WorkspaceSetup, error) {
+	if err := w.gateSystemOnly(ctx, "GetWorkspaceSetup"); err != nil {
+		return store.WorkspaceSetup{}, err
+	}
+	return w.inner.GetWorkspaceSetup(ctx, namespaceID, agentID)
+}
+
+func (w *Store) CompleteWorkspaceSetup(ctx context.Context, namespaceID, agentID, setupID string) (store.WorkspaceSetup, error) {
+	if err := w.gateSystemOnly(ctx, "CompleteWorkspaceSetup"); err != nil {
+		return store.WorkspaceSetup{}, err
+	}
+	return w.inner.CompleteWorkspaceSetup(ctx, namespaceID, agentID, setupID)
+}
+
+func (w *Store) DeleteWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (bool, error) {
+	if s := SubjectFrom(ctx); s != nil && s.Kind == KindSystem {
+		if err := w.systemGate(s, "DeleteWorkspaceSetup"); err != nil {
+			return false, err
+		}
+	} else if err := w.gate(ctx, "DeleteWorkspaceSetup", store.ActionDelete, agentResource(namespaceID, agentID)); err != nil {
+		return false, err
+	}
+	return w.inner.DeleteWorkspaceSetup(ctx, namespaceID, agentID)
+}
+
+// --- audit ---
+
+// Any authenticated subject's actions are recorded, so appending needs only
+// authentication; handlers never build events themselves (package audit
+// does).
+func (w *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
+	if err := w.authenticated(ctx, "AppendAuditEvent"); err != nil {
+		return err
+	}
+	return w.inner.AppendAuditEvent(ctx, e)
+}
+
+func (w *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after *store.AuditCursor, limit int) ([]store.AuditEvent, error) {
+	if err := w.admin(ctx, "ListAuditEvents"); err != nil {
+		return nil, err
+	}
+	return w.inner.ListAuditEvents(ctx, f, after, limit)
+}

@@ -1,0 +1,65 @@
+package occ
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Audit listing limits.
+const (
+	DefaultAuditPageSize = 50
+	MaxAuditPageSize     = 200
+)
+
+// AuditPage is one page of audit events, newest first. NextCursor is empty
+// on the last page.
+type AuditPage struct {
+	Items      []store.AuditEvent `json:"items"`
+	NextCursor string             `json:"nextCursor,omitempty"`
+}
+
+type cursorJSON struct {
+	T  time.Time `json:"t"`
+	ID string    `json:"id"`
+}
+
+// ListAuditEvents returns one page of events matching f, for
+// administrators. The cursor is opaque to clients.
+func (s *Service) ListAuditEvents(ctx context.Context, f store.AuditFilter, cursor string, limit int) (AuditPage, error) {
+	if limit == 0 {
+		limit = DefaultAuditPageSize
+	}
+	var after *store.AuditCursor
+	if cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		var c cursorJSON
+		if err == nil {
+			err = json.Unmarshal(raw, &c)
+		}
+		if err != nil || c.ID == "" || c.T.IsZero() {
+			return AuditPage{}, errkind.InvalidDetails("The cursor is malformed.", errkind.Detail{Path: "/query/cursor", Code: errkind.DetailInvalidFormat})
+		}
+		after = &store.AuditCursor{OccurredAt: c.T, ID: c.ID}
+	}
+	// Ask for one more than the page to know whether another page exists.
+	evs, err := s.store.ListAuditEvents(ctx, f, after, limit+1)
+	if err != nil {
+		return AuditPage{}, err
+	}
+	page := AuditPage{Items: evs}
+	if len(evs) > limit {
+		page.Items = evs[:limit]
+		last := page.Items[limit-1]
+		raw, _ := json.Marshal(cursorJSON{T: last.OccurredAt, ID: last.ID})
+		page.NextCursor = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	if page.Items == nil {
+		page.Items = []store.AuditEvent{}
+	}
+	return page, nil
+}

@@ -1,0 +1,72 @@
+package occ
+
+import (
+	"context"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Audit actions for Namespaces.
+const (
+	ActionNamespaceCreate = "openclaw.namespaces.create"
+	ActionNamespaceDelete = "openclaw.namespaces.delete"
+)
+
+// CreateNamespace creates a Namespace in status provisioning; the worker
+// makes it ready through the Compute driver.
+func (s *Service) CreateNamespace(ctx context.Context, name string) (store.Namespace, error) {
+	if err := validateName("/name", name); err != nil {
+		return store.Namespace{}, err
+	}
+	now := s.clock()
+	ns := store.Namespace{ID: ids.New(ids.Namespace), Name: name, Status: store.NamespaceProvisioning, CreatedAt: now, UpdatedAt: now}
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.CreateNamespace(ctx, ns); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionNamespaceCreate, resNamespace(ns.ID), map[string]string{"name": name})
+	})
+	return ns, err
+}
+
+// GetNamespace returns a visible Namespace.
+func (s *Service) GetNamespace(ctx context.Context, id string) (store.Namespace, error) {
+	return s.store.GetNamespace(ctx, id)
+}
+
+// ListNamespaces returns the Namespaces the caller may read.
+func (s *Service) ListNamespaces(ctx context.Context) ([]store.Namespace, error) {
+	return s.store.ListNamespaces(ctx)
+}
+
+// DeleteNamespace deletes an empty Namespace (409 NAMESPACE_NOT_EMPTY
+// otherwise).
+func (s *Service) DeleteNamespace(ctx context.Context, id string) (store.Namespace, error) {
+	var ns store.Namespace
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		var err error
+		if ns, err = tx.GetNamespace(ctx, id); err != nil {
+			return err
+		}
+		if err := tx.DeleteNamespace(ctx, id); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionNamespaceDelete, resNamespace(id), map[string]string{"name": ns.Name})
+	})
+	if err != nil {
+		return store.Namespace{}, err
+	}
+	ns.Status = store.NamespaceDeleting
+	return ns, nil
+}
+
+func resNamespace(id string) store.AuditResource {
+	return store.AuditResource{Kind: store.KindNamespace, ID: id, NamespaceID: id}
+}
+
+// errNotFound is the one message for anything absent or hidden.
+func errNotFound() error {
+	return errkind.New(errkind.NotFound, "The requested resource was not found.")
+}

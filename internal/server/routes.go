@@ -1,0 +1,71 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/openclaw/occ/internal/api"
+)
+
+// Auth is what a route requires of its caller before the handler runs.
+// Authorization of the specific resource happens below, in the store.
+type Auth int
+
+const (
+	// Public routes need no credentials (health, sign-in).
+	Public Auth = iota
+	// Authenticated routes need a session or an API key (401 otherwise).
+	Authenticated
+)
+
+// Route is one entry of the API surface.
+type Route struct {
+	Method  string
+	Path    string // net/http ServeMux pattern path
+	Auth    Auth
+	Handler http.HandlerFunc
+}
+
+// Routes is the one table of every API route and its auth level. The
+// authorization matrix test walks it, so a new route is tested the day it
+// is added.
+func Routes(a *api.API, h *Health) []Route {
+	return []Route{
+		{"GET", "/healthz", Public, h.Live},
+		{"GET", "/readyz", Public, h.Ready},
+
+		{"POST", "/api/auth/sign-in/email", Public, a.SignIn},
+		{"POST", "/api/auth/sign-out", Authenticated, a.SignOut},
+		{"GET", "/api/auth/session", Authenticated, a.Session},
+		{"POST", "/api/auth/service-keys", Authenticated, a.CreateServiceKey},
+		{"DELETE", "/api/auth/service-keys/{keyId}", Authenticated, a.RevokeServiceKey},
+
+		{"GET", "/namespaces", Authenticated, a.ListNamespaces},
+		{"POST", "/namespaces", Authenticated, a.CreateNamespace},
+		{"GET", "/namespaces/{ns}", Authenticated, a.GetNamespace},
+		{"DELETE", "/namespaces/{ns}", Authenticated, a.DeleteNamespace},
+
+		{"GET", "/namespaces/{ns}/configurations", Authenticated, a.ListConfigurations},
+		{"POST", "/namespaces/{ns}/configurations", Authenticated, a.CreateConfiguration},
+		{"GET", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.GetConfiguration},
+		{"PATCH", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.PatchConfiguration},
+		{"DELETE", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.DeleteConfiguration},
+
+		{"POST", "/iam/users", Authenticated, a.CreateUser},
+		{"GET", "/iam/service-principals", Authenticated, a.ListServicePrincipals},
+		{"POST", "/iam/service-principals", Authenticated, a.CreateServicePrincipal},
+		{"GET", "/iam/service-principals/{sa}", Authenticated, a.GetServicePrincipal},
+		{"DELETE", "/iam/service-principals/{sa}", Authenticated, a.DeleteServicePrincipal},
+		{"GET", "/iam/roles", Authenticated, a.ListRoles},
+		{"POST", "/iam/roles", Authenticated, a.CreateRole},
+		{"GET", "/iam/roles/{roleId}", Authenticated, a.GetRole},
+		{"DELETE", "/iam/roles/{roleId}", Authenticated, a.DeleteRole},
+		{"GET", "/iam/access-bindings", Authenticated, a.ListAccessBindings},
+		{"POST", "/iam/access-bindings", Authenticated, a.CreateAccessBinding},
+		{"DELETE", "/iam/access-bindings/{bindingId}", Authenticated, a.DeleteAccessBinding},
+		{"GET", "/iam/restrictions", Authenticated, a.ListRestrictions},
+		{"POST", "/iam/restrictions", Authenticated, a.CreateRestriction},
+		{"DELETE", "/iam/restrictions/{restrictionId}", Authenticated, a.DeleteRestriction},
+
+		{"GET", "/audit-events", Authenticated, a.ListAuditEvents},
+	}
+}

@@ -1,0 +1,191 @@
+// Package server assembles OCC's HTTP server: it opens the store, wraps it
+// in the authorization layer, bootstraps the installation, builds the route
+// table behind the admission middleware, and serves until its context ends,
+// then shuts down gracefully.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/api"
+	"github.com/openclaw/occ/internal/audit"
+	"github.com/openclaw/occ/internal/authn"
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/config"
+	"github.com/openclaw/occ/internal/httpx"
+	"github.com/openclaw/occ/internal/occ"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
+)
+
+// Options are the parts a Server is built from. Tests fill them directly;
+// Run fills them from the configuration.
+type Options struct {
+	// Store is the unwrapped store; the server wraps it in authz itself and
+	// hands only the wrapped form on.
+	Store store.Store
+	// Ping checks the database for /readyz; nil means always ready.
+	Ping           func(context.Context) error
+	PublicOrigin   string
+	TrustedProxies []netip.Prefix
+	SessionTTL     time.Duration
+	Logger         *slog.Logger
+	Now            func() time.Time
+}
+
+// Server is an assembled OCC API.
+type Server struct {
+	opts    Options
+	Service *occ.Service
+	Audit   *audit.Recorder
+	Routes  []Route
+	handler http.Handler
+}
+
+// New builds the server's handler and domain service.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = 12 * time.Hour
+	}
+	https := strings.HasPrefix(o.PublicOrigin, "https://")
+
+	var rec *audit.Recorder
+	az := authz.Wrap(o.Store, func(ctx context.Context, s *authz.Subject, a store.Action, res authz.Resource, d authz.Decision) {
+		rec.Denial(ctx, s, a, res, d)
+	})
+	rec = audit.NewRecorder(az, o.Now, httpx.RequestIDFrom, o.Logger)
+	svc := occ.New(az, rec, o.Now)
+	handlers := api.New(svc, authn.NewSessions(az, o.Now, o.SessionTTL, https))
+	routes := Routes(handlers, &Health{Ping: o.Ping})
+
+	mux := httpx.NewMux()
+	for _, rt := range routes {
+		h := rt.Handler
+		if rt.Auth == Authenticated {
+			h = requireSubject(h)
+		}
+		mux.Handle(rt.Method+" "+rt.Path, h)
+	}
+	adm := &admission{
+		authn:          authn.NewAuthenticator(az, o.Now, https),
+		audit:          rec,
+		publicOrigin:   o.PublicOrigin,
+		trustedProxies: o.TrustedProxies,
+	}
+	var h http.Handler = adm.wrap(mux)
+	h = httpx.Recover(h)
+	h = httpx.SecurityHeaders(h)
+	h = httpx.RequestID(h, o.Logger)
+	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h}
+}
+
+// Handler is the complete HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Health answers liveness and readiness probes.
+type Health struct {
+	Ping func(context.Context) error
+}
+
+// Live answers 200 while the process serves HTTP.
+func (h *Health) Live(w http.ResponseWriter, r *http.Request) {
+	httpx.Write(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Ready answers 200 when the database answers within two seconds.
+func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
+	if h.Ping != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := h.Ping(ctx); err != nil {
+			httpx.WriteError(w, r, unavailable(err))
+			return
+		}
+	}
+	httpx.Write(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// Run serves the API on cfg.Listen until ctx ends, then shuts down
+// gracefully within cfg.ShutdownTimeout. It opens and migrates the
+// configured database first. The first start on an empty database
+// bootstraps the installation and prints the generated administrator
+// password to standard output (the operator's terminal), once.
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate database: %w", err)
+	}
+	ping := st.DB().PingContext
+	var proxies []netip.Prefix
+	for _, c := range cfg.TrustedProxies {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return fmt.Errorf("trusted proxy %q: %w", c, err)
+		}
+		proxies = append(proxies, p)
+	}
+	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
+		SessionTTL: cfg.SessionTTL, Logger: logger})
+	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{
+		AdminEmail: cfg.BootstrapAdminEmail, PasswordFile: cfg.BootstrapAdminPasswordFile, Out: os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	if created {
+		logger.Info("installation bootstrapped", "admin", cfg.BootstrapAdminEmail)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
