@@ -1,0 +1,306 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/mail"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the resolved configuration of an occ process. Load builds one
+// from flags, environment and the config file; tests may build one from
+// Default and change fields. Either way, call Validate before use (Load
+// does).
+//
+// The Go fields are flat; the YAML file groups some of them (log.level,
+// bootstrapAdmin.email). The mapping lives in the options table in load.go
+// and in docs/configuration.md.
+type Config struct {
+	// DataDir holds all local state of the embedded default: the SQLite
+	// database and, later, per-Agent private files. Load makes it absolute.
+	DataDir string
+	// Listen is the host:port of the HTTP listener.
+	Listen string
+	// DatabaseURL selects the database: postgres:// or postgresql:// for
+	// PostgreSQL, sqlite:///path or file:path for a SQLite file elsewhere.
+	// Empty means the embedded SQLite database in DataDir. It may contain a
+	// password, so it is never printed.
+	DatabaseURL string
+	// PublicOrigin is the scheme://host[:port] that browsers use to reach
+	// OCC. Session-cookie requests must carry exactly this Origin, so it
+	// has no path and no trailing slash. Load derives it from Listen when
+	// it is not set.
+	PublicOrigin string
+	// TrustedProxies are the CIDRs of reverse proxies whose X-Forwarded-*
+	// headers are believed. Empty means forwarding headers are never
+	// trusted.
+	TrustedProxies []string
+	// SessionTTL is how long a browser session lasts after sign-in.
+	SessionTTL time.Duration
+	// ShutdownTimeout bounds the graceful shutdown after SIGTERM: in-flight
+	// requests get this long to finish before connections are closed.
+	ShutdownTimeout time.Duration
+	// BootstrapAdminEmail is the email of the first administrator, created
+	// on the first start against an empty database.
+	BootstrapAdminEmail string
+	// BootstrapAdminPasswordFile, when set, names a file holding that
+	// administrator's initial password. When empty, the server generates a
+	// password and prints it once.
+	BootstrapAdminPasswordFile string
+	// LogLevel is one of debug, info, warn, error.
+	LogLevel string
+	// LogFormat is text (human-readable) or json.
+	LogFormat string
+}
+
+// Defaults. The data directory is relative to the working directory until
+// Load makes it absolute.
+const (
+	DefaultDataDir             = ".occ"
+	DefaultListen              = "127.0.0.1:8080"
+	DefaultSessionTTL          = 12 * time.Hour
+	DefaultShutdownTimeout     = 15 * time.Second
+	DefaultBootstrapAdminEmail = "admin@localhost"
+	DefaultLogLevel            = "info"
+	DefaultLogFormat           = "text"
+)
+
+// Default returns the configuration used when nothing is set: the embedded
+// SQLite database under ./.occ, listening on loopback only.
+func Default() Config {
+	c := defaults()
+	c.PublicOrigin = DefaultPublicOrigin(c.Listen)
+	return c
+}
+
+// defaults is Default without the derived public origin: Load must tell
+// "not set anywhere" (derive it from the final listen address) from "set".
+func defaults() Config {
+	return Config{
+		DataDir:             DefaultDataDir,
+		Listen:              DefaultListen,
+		SessionTTL:          DefaultSessionTTL,
+		ShutdownTimeout:     DefaultShutdownTimeout,
+		BootstrapAdminEmail: DefaultBootstrapAdminEmail,
+		LogLevel:            DefaultLogLevel,
+		LogFormat:           DefaultLogFormat,
+	}
+}
+
+// DefaultPublicOrigin derives the origin a local browser uses for a listen
+// address: http://127.0.0.1:8080 for 127.0.0.1:8080. An unspecified host
+// (":8080", "0.0.0.0:8080", "[::]:8080") becomes localhost, which is right
+// for a browser on the same machine; anything reached from elsewhere must
+// set the public origin explicitly. It returns "" when listen is not
+// host:port, and Validate reports the listen address instead.
+func DefaultPublicOrigin(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// Validate reports every invalid value at once, one per line, so that a
+// misconfigured deployment is fixed in one round trip.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		add(errors.New("data dir must not be empty"))
+	}
+	listenErr := validateListen(c.Listen)
+	add(listenErr)
+	add(validateDatabaseURL(c.DatabaseURL))
+	// Load derives an empty origin from the listen address; when that is
+	// what failed, the listen error alone names the cause.
+	if c.PublicOrigin != "" || listenErr == nil {
+		add(validatePublicOrigin(c.PublicOrigin))
+	}
+	for _, p := range c.TrustedProxies {
+		add(validateTrustedProxy(p))
+	}
+	if c.SessionTTL <= 0 {
+		add(fmt.Errorf("session TTL must be positive, got %s", c.SessionTTL))
+	}
+	if c.ShutdownTimeout <= 0 {
+		add(fmt.Errorf("shutdown timeout must be positive, got %s", c.ShutdownTimeout))
+	}
+	add(validateEmail(c.BootstrapAdminEmail))
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add(fmt.Errorf("log level %q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		add(fmt.Errorf("log format %q is not one of text, json", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}
+
+func validateListen(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("listen address %q is not host:port (like 127.0.0.1:8080)", s)
+	}
+	// A service name ("http") would be accepted by net.Listen, but the
+	// derived public origin and the docs need a number.
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port != strconv.FormatUint(n, 10) {
+		return fmt.Errorf("listen address %q: port %q is not a number from 0 to 65535", s, port)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("listen address %q: host %q is not a host name or IP address", s, host)
+	}
+	return nil
+}
+
+// validateDatabaseURL checks only the scheme, the part that decides which
+// store is used; the store parses the rest and says what is wrong with it
+// without leaking the password. The value is never quoted back here: it
+// may carry a password, even in a malformed "user:pass@host" without a
+// scheme.
+func validateDatabaseURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	lower := strings.ToLower(s)
+	for _, prefix := range []string{"postgres://", "postgresql://", "sqlite:", "file:"} {
+		if strings.HasPrefix(lower, prefix) {
+			return nil
+		}
+	}
+	return errors.New("database URL must start with postgres://, postgresql://, sqlite: or file: (the value is not shown because it may contain a password)")
+}
+
+func validatePublicOrigin(s string) error {
+	if s == "" {
+		return errors.New("public origin must not be empty")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("public origin %q is not a URL: %v", s, errors.Unwrap(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("public origin %q must start with http:// or https://", s)
+	case u.Opaque != "" || u.Host == "":
+		return fmt.Errorf("public origin %q must be absolute, like https://occ.example.com", s)
+	case u.User != nil:
+		return fmt.Errorf("public origin %q must not contain a user name or password", s)
+	case u.Path == "/":
+		return fmt.Errorf("public origin %q must not end with a slash", s)
+	case u.Path != "" || u.RawPath != "":
+		return fmt.Errorf("public origin %q must not contain a path", s)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("public origin %q must not contain a query", s)
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Errorf("public origin %q must not contain a fragment", s)
+	case strings.HasSuffix(u.Host, ":"):
+		return fmt.Errorf("public origin %q has an empty port", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return fmt.Errorf("public origin %q: port %q is not a number from 1 to 65535", s, p)
+		}
+		// Browsers omit the default port from the Origin header, so an
+		// origin written with it would never match a real request.
+		if (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+			return fmt.Errorf("public origin %q must omit the default port :%s (browsers send %s://%s)", s, p, u.Scheme, u.Hostname())
+		}
+	}
+	// Origins are compared byte for byte with the browser's Origin header,
+	// which is lower case.
+	if canonical := u.Scheme + "://" + strings.ToLower(u.Host); s != canonical {
+		return fmt.Errorf("public origin %q must be written as %q", s, canonical)
+	}
+	return nil
+}
+
+func validateTrustedProxy(s string) error {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return fmt.Errorf("trusted proxy %q is not a CIDR (like 10.0.0.0/8 or 192.0.2.10/32)", s)
+	}
+	if p.Bits() == 0 {
+		// Trusting every source lets any client forge its address.
+		return fmt.Errorf("trusted proxy %q would trust every address; list the proxies' own ranges", s)
+	}
+	if m := p.Masked(); m != p {
+		return fmt.Errorf("trusted proxy %q has host bits set; did you mean %s?", s, m)
+	}
+	return nil
+}
+
+func validateEmail(s string) error {
+	a, err := mail.ParseAddress(s)
+	// ParseAddress also accepts "Name <a@b>"; the bootstrap admin's email
+	// must be the bare address.
+	if err != nil || a.Name != "" || a.Address != s || len(s) > 254 {
+		return fmt.Errorf("bootstrap admin email %q is not an email address like admin@example.com", s)
+	}
+	return nil
+}
+
+// TrustedProxyPrefixes returns TrustedProxies parsed. Call it on a
+// validated Config; an entry that does not parse is an error.
+func (c Config) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(c.TrustedProxies))
+	for _, s := range c.TrustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// LogValue lets a Config be logged at start-up without leaking the
+// database password.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("dataDir", c.DataDir),
+		slog.String("listen", c.Listen),
+		slog.String("database", c.RedactedDatabaseURL()),
+		slog.String("publicOrigin", c.PublicOrigin),
+		slog.Any("trustedProxies", c.TrustedProxies),
+		slog.Duration("sessionTTL", c.SessionTTL),
+		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
+		slog.String("bootstrapAdminEmail", c.BootstrapAdminEmail),
+		slog.String("bootstrapAdminPasswordFile", c.BootstrapAdminPasswordFile),
+		slog.String("logLevel", c.LogLevel),
+		slog.String("logFormat", c.LogFormat),
+	)
+}
+
+// RedactedDatabaseURL describes the database for logs and messages:
+// "embedded SQLite in <data dir>", or the URL without its password and
+// query.
+func (c Config) RedactedDatabaseURL() string {
+	s := c.DatabaseURL
+	if s == "" {
+		return "embedded SQLite in " + c.DataDir
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable, not shown)"
+	}
+	// Passwords can also hide in the query (password=...); drop it whole.
+	u.RawQuery = ""
+	return u.Redacted()
+}

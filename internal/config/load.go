@@ -1,0 +1,345 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+)
+
+// The config file option is not part of Config: it says where the other
+// values come from.
+const (
+	FlagConfig = "config"
+	EnvConfig  = "OCC_CONFIG"
+)
+
+// option is one configuration value and its three spellings. set parses
+// the text form used by flags and environment variables; the config file
+// is decoded by yaml.v3 into fileConfig instead, so that its errors carry
+// line numbers.
+type option struct {
+	flag  string // without the leading dashes
+	env   string
+	yaml  string // dotted path in the config file
+	typ   string // value type shown in --help
+	def   string // default shown in --help; "" shows none
+	usage string
+	set   func(c *Config, raw string) error
+}
+
+// options is the one table of configuration values. docs/configuration.md
+// must mention every flag, env and YAML name here (a test checks).
+var options = []option{
+	{
+		flag: "data-dir", env: "OCC_DATA_DIR", yaml: "dataDir", typ: "path", def: "./" + DefaultDataDir,
+		usage: "directory for local state: the embedded SQLite database and private files",
+		set:   func(c *Config, s string) error { c.DataDir = s; return nil },
+	},
+	{
+		flag: "listen", env: "OCC_LISTEN", yaml: "listen", typ: "host:port", def: DefaultListen,
+		usage: "address of the HTTP listener",
+		set:   func(c *Config, s string) error { c.Listen = s; return nil },
+	},
+	{
+		flag: "database-url", env: "OCC_DATABASE_URL", yaml: "databaseURL", typ: "url",
+		usage: "postgres://... for PostgreSQL; empty means the embedded SQLite database in the data dir",
+		set:   func(c *Config, s string) error { c.DatabaseURL = s; return nil },
+	},
+	{
+		flag: "public-origin", env: "OCC_PUBLIC_ORIGIN", yaml: "publicOrigin", typ: "origin", def: "http://<listen>",
+		usage: "scheme://host[:port] browsers use to reach OCC, without path or trailing slash",
+		set:   func(c *Config, s string) error { c.PublicOrigin = s; return nil },
+	},
+	{
+		flag: "trusted-proxies", env: "OCC_TRUSTED_PROXIES", yaml: "trustedProxies", typ: "cidrs",
+		usage: "comma-separated CIDRs of reverse proxies allowed to send X-Forwarded-* headers",
+		set:   func(c *Config, s string) error { c.TrustedProxies = splitList(s); return nil },
+	},
+	{
+		flag: "session-ttl", env: "OCC_SESSION_TTL", yaml: "sessionTTL", typ: "duration", def: shortDuration(DefaultSessionTTL),
+		usage: "lifetime of a browser session",
+		set:   func(c *Config, s string) error { return setDuration(&c.SessionTTL, s) },
+	},
+	{
+		flag: "shutdown-timeout", env: "OCC_SHUTDOWN_TIMEOUT", yaml: "shutdownTimeout", typ: "duration", def: shortDuration(DefaultShutdownTimeout),
+		usage: "how long in-flight requests may run after SIGTERM",
+		set:   func(c *Config, s string) error { return setDuration(&c.ShutdownTimeout, s) },
+	},
+	{
+		flag: "bootstrap-admin-email", env: "OCC_BOOTSTRAP_ADMIN_EMAIL", yaml: "bootstrapAdmin.email", typ: "email", def: DefaultBootstrapAdminEmail,
+		usage: "email of the first administrator, created on first start",
+		set:   func(c *Config, s string) error { c.BootstrapAdminEmail = s; return nil },
+	},
+	{
+		flag: "bootstrap-admin-password-file", env: "OCC_BOOTSTRAP_ADMIN_PASSWORD_FILE", yaml: "bootstrapAdmin.passwordFile", typ: "path",
+		usage: "file holding the first administrator's password; empty means generate one and print it once",
+		set:   func(c *Config, s string) error { c.BootstrapAdminPasswordFile = s; return nil },
+	},
+	{
+		flag: "log-level", env: "OCC_LOG_LEVEL", yaml: "log.level", typ: "level", def: DefaultLogLevel,
+		usage: "debug, info, warn or error",
+		set:   func(c *Config, s string) error { c.LogLevel = s; return nil },
+	},
+	{
+		flag: "log-format", env: "OCC_LOG_FORMAT", yaml: "log.format", typ: "format", def: DefaultLogFormat,
+		usage: "text or json",
+		set:   func(c *Config, s string) error { c.LogFormat = s; return nil },
+	},
+}
+
+// shortDuration prints 12h rather than time.Duration's 12h0m0s in --help.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func setDuration(d *time.Duration, s string) error {
+	v, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 90s, 15m or 12h", s)
+	}
+	*d = v
+	return nil
+}
+
+// splitList reads "a, b,,c" as [a b c]: spaces after commas are common in
+// env files, and an empty entry is never meant.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// RegisterFlags adds --config and one flag per option to fs. Every command
+// that reads the configuration registers all of them, so one config file
+// and one set of OCC_* variables serve every command.
+func RegisterFlags(fs *pflag.FlagSet) {
+	fs.Var(&textValue{typ: "path"}, FlagConfig, "YAML config file (env "+EnvConfig+")")
+	for _, o := range options {
+		v := &textValue{s: o.def, typ: o.typ, check: o.set}
+		fs.Var(v, o.flag, o.usage+" (env "+o.env+")")
+	}
+}
+
+// textValue keeps a flag's text and parses it with its option's set
+// function, so a malformed value is a usage error at parse time and flags
+// and environment variables share one parser. Its initial text is only
+// what --help shows as the default; Load reads flags that were set.
+type textValue struct {
+	s     string
+	typ   string
+	check func(*Config, string) error
+}
+
+func (v *textValue) String() string { return v.s }
+func (v *textValue) Type() string   { return v.typ }
+func (v *textValue) Set(s string) error {
+	if v.check != nil {
+		if err := v.check(&Config{}, s); err != nil {
+			return err
+		}
+	}
+	v.s = s
+	return nil
+}
+
+// Load resolves the configuration: defaults, then the config file, then
+// environment variables, then flags that were set on the command line; it
+// derives the public origin from the listen address when none is set,
+// makes the data dir absolute and validates the result.
+//
+// flags may be nil (no flags); env is os.Getenv in production and a map
+// lookup in tests. An empty environment variable counts as unset, the
+// usual convention for OCC_* variables in unit files and compose files.
+func Load(flags *pflag.FlagSet, env func(string) string) (Config, error) {
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	c := defaults()
+
+	path := env(EnvConfig)
+	if f := changed(flags, FlagConfig); f != nil {
+		path = f.Value.String()
+	}
+	if path != "" {
+		if err := loadFile(path, &c); err != nil {
+			return Config{}, err
+		}
+	}
+
+	for _, o := range options {
+		if raw := env(o.env); raw != "" {
+			if err := o.set(&c, raw); err != nil {
+				return Config{}, fmt.Errorf("%s: %w", o.env, err)
+			}
+		}
+	}
+	for _, o := range options {
+		if f := changed(flags, o.flag); f != nil {
+			if err := o.set(&c, f.Value.String()); err != nil {
+				return Config{}, fmt.Errorf("--%s: %w", o.flag, err)
+			}
+		}
+	}
+
+	// Case is forgiven here, not in Validate, so that a Config built in
+	// code is held to the canonical spelling the rest of OCC compares with.
+	c.LogLevel = strings.ToLower(c.LogLevel)
+	c.LogFormat = strings.ToLower(c.LogFormat)
+	if c.PublicOrigin == "" {
+		c.PublicOrigin = DefaultPublicOrigin(c.Listen)
+	}
+	if strings.TrimSpace(c.DataDir) != "" {
+		abs, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			return Config{}, fmt.Errorf("data dir %q: %w", c.DataDir, err)
+		}
+		c.DataDir = abs
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func changed(fs *pflag.FlagSet, name string) *pflag.Flag {
+	if fs == nil {
+		return nil
+	}
+	if f := fs.Lookup(name); f != nil && f.Changed {
+		return f
+	}
+	return nil
+}
+
+// fileConfig is the schema of the YAML file. Its field names and nesting
+// must match the yaml column of options.
+type fileConfig struct {
+	DataDir         string             `yaml:"dataDir"`
+	Listen          string             `yaml:"listen"`
+	DatabaseURL     string             `yaml:"databaseURL"`
+	PublicOrigin    string             `yaml:"publicOrigin"`
+	TrustedProxies  []string           `yaml:"trustedProxies"`
+	SessionTTL      time.Duration      `yaml:"sessionTTL"`
+	ShutdownTimeout time.Duration      `yaml:"shutdownTimeout"`
+	BootstrapAdmin  fileBootstrapAdmin `yaml:"bootstrapAdmin"`
+	Log             fileLog            `yaml:"log"`
+}
+
+type fileBootstrapAdmin struct {
+	Email        string `yaml:"email"`
+	PasswordFile string `yaml:"passwordFile"`
+}
+
+type fileLog struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// sectionOf names the file section each schema type decodes, to turn
+// yaml.v3's "field x not found in type config.fileLog" into the key a user
+// wrote: "log.x".
+var sectionOf = map[string]string{
+	"config.fileConfig":         "",
+	"config.fileBootstrapAdmin": "bootstrapAdmin.",
+	"config.fileLog":            "log.",
+}
+
+var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+
+// loadFile decodes the file over c, so that keys the file leaves out keep
+// the values c already has.
+func loadFile(path string, c *Config) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	if err := decodeFile(data, c); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+func decodeFile(data []byte, c *Config) error {
+	fc := fileConfig{
+		DataDir:         c.DataDir,
+		Listen:          c.Listen,
+		DatabaseURL:     c.DatabaseURL,
+		PublicOrigin:    c.PublicOrigin,
+		TrustedProxies:  c.TrustedProxies,
+		SessionTTL:      c.SessionTTL,
+		ShutdownTimeout: c.ShutdownTimeout,
+		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
+		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		return errors.New(describeYAMLError(err))
+	}
+	// A second document would be ignored by Decode; a file that looks
+	// like it configures something it does not is refused instead.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return errors.New(describeYAMLError(err))
+		}
+		return fmt.Errorf("line %d: a second YAML document; the file must hold exactly one", extra.Line)
+	}
+	*c = Config{
+		DataDir:                    fc.DataDir,
+		Listen:                     fc.Listen,
+		DatabaseURL:                fc.DatabaseURL,
+		PublicOrigin:               fc.PublicOrigin,
+		TrustedProxies:             fc.TrustedProxies,
+		SessionTTL:                 fc.SessionTTL,
+		ShutdownTimeout:            fc.ShutdownTimeout,
+		BootstrapAdminEmail:        fc.BootstrapAdmin.Email,
+		BootstrapAdminPasswordFile: fc.BootstrapAdmin.PasswordFile,
+		LogLevel:                   fc.Log.Level,
+		LogFormat:                  fc.Log.Format,
+	}
+	return nil
+}
+
+// describeYAMLError rewrites yaml.v3's messages in the user's terms: one
+// "line N: ..." per problem, joined with "; ", and unknown fields named by
+// their dotted key instead of a Go type.
+func describeYAMLError(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	msgs := make([]string, 0, len(te.Errors))
+	for _, m := range te.Errors {
+		if sm := notFoundRE.FindStringSubmatch(m); sm != nil {
+			if section, ok := sectionOf[sm[2]]; ok {
+				m = strings.Replace(m, sm[0], fmt.Sprintf("unknown key %q", section+sm[1]), 1)
+			}
+		}
+		for typ := range sectionOf {
+			m = strings.Replace(m, "into "+typ, "into a mapping", 1)
+		}
+		msgs = append(msgs, m)
+	}
+	return strings.Join(msgs, "; ")
+}
