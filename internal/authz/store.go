@@ -638,3 +638,12 @@ func (w *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 	}
 	return w.inner.ListAuditEvents(ctx, f, after, limit)
 }
+
+// Authorize checks (action, res) for the subject in ctx exactly as a Store
+// method would, including the 403/404 choice and the denial audit. Domain
+// operations use it to check the operation's own permission before they
+// look anything up, so that a caller without it learns nothing from
+// validation errors about the objects it names.
+func (w *Store) Authorize(ctx context.Context, action store.Action, res Resource) error {
+	return w.gate(ctx, "Authorize", action, res)
+}

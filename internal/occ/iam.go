@@ -53,6 +53,9 @@ func (s *Service) CreateRole(ctx context.Context, in RoleInput) (store.Role, err
 	}
 	r := store.Role{ID: ids.New(ids.Role), NamespaceID: in.NamespaceID, Name: in.Name, Permissions: in.Permissions, CreatedAt: s.clock()}
 	err := s.store.InTx(ctx, func(tx store.Store) error {
+		if err := requireAdmin(ctx, tx); err != nil {
+			return err
+		}
 		if r.NamespaceID != "" {
 			if _, err := tx.GetNamespace(ctx, r.NamespaceID); err != nil {
 				return invalidRef("/namespaceId", err)
@@ -166,6 +169,9 @@ func (s *Service) CreateAccessBinding(ctx context.Context, in BindingInput) (sto
 	b := store.AccessBinding{ID: ids.New(ids.Binding), NamespaceID: in.Scope.NamespaceID, SubjectID: in.SubjectID,
 		RoleID: in.RoleID, ResourceKind: in.Scope.ResourceKind, ResourceID: in.Scope.ResourceID, CreatedAt: s.clock()}
 	err := s.store.InTx(ctx, func(tx store.Store) error {
+		if err := requireAdmin(ctx, tx); err != nil {
+			return err
+		}
 		role, err := tx.GetRole(ctx, in.RoleID)
 		if err != nil {
 			return invalidRef("/roleId", err)
@@ -225,6 +231,9 @@ func (s *Service) CreateRestriction(ctx context.Context, in RestrictionInput) (s
 	r := store.Restriction{ID: ids.New(ids.Restriction), NamespaceID: in.Scope.NamespaceID, SubjectID: in.SubjectID, Action: in.Action,
 		ResourceKind: in.ResourceKind, ResourceID: in.Scope.ResourceID, Effect: "deny", CreatedAt: s.clock()}
 	err := s.store.InTx(ctx, func(tx store.Store) error {
+		if err := requireAdmin(ctx, tx); err != nil {
+			return err
+		}
 		if err := subjectExists(ctx, tx, in.SubjectID); err != nil {
 			return err
 		}

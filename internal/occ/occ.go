@@ -11,6 +11,8 @@
 package occ
 
 import (
+	"context"
+	"github.com/openclaw/occ/internal/authz"
 	"regexp"
 	"time"
 
@@ -55,4 +57,14 @@ func validateName(path, name string) error {
 			errkind.Detail{Path: path, Code: errkind.DetailInvalidFormat})
 	}
 	return nil
+}
+
+// requireAdmin checks installation administer on the transaction's
+// authorizing store before an administrative operation looks anything up.
+func requireAdmin(ctx context.Context, tx store.Store) error {
+	az, ok := tx.(*authz.Store)
+	if !ok {
+		return errkind.New(errkind.Internal, "service store is not the authorizing store")
+	}
+	return az.Authorize(ctx, store.ActionAdminister, authz.Installation)
 }

@@ -144,6 +144,9 @@ func (s *Service) IssueServiceKey(ctx context.Context, in ServiceKeyInput) (Issu
 		k.CreatedBy = sub.ID
 	}
 	err = s.store.InTx(ctx, func(tx store.Store) error {
+		if err := requireAdmin(ctx, tx); err != nil {
+			return err
+		}
 		sp, err := tx.GetServicePrincipal(ctx, in.ServicePrincipalID)
 		if err != nil {
 			return invalidRef("/servicePrincipalId", err)

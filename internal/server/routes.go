@@ -11,8 +11,11 @@ import (
 type Auth int
 
 const (
+	// Probe routes (health) bypass admission entirely: they answer the
+	// same whatever credentials or headers a probe sends.
+	Probe Auth = iota
 	// Public routes need no credentials (health, sign-in).
-	Public Auth = iota
+	Public
 	// Authenticated routes need a session or an API key (401 otherwise).
 	Authenticated
 )
@@ -30,8 +33,8 @@ type Route struct {
 // is added.
 func Routes(a *api.API, h *Health) []Route {
 	return []Route{
-		{"GET", "/healthz", Public, h.Live},
-		{"GET", "/readyz", Public, h.Ready},
+		{"GET", "/healthz", Probe, h.Live},
+		{"GET", "/readyz", Probe, h.Ready},
 
 		{"POST", "/api/auth/sign-in/email", Public, a.SignIn},
 		{"POST", "/api/auth/sign-out", Authenticated, a.SignOut},

@@ -75,9 +75,16 @@ func New(o Options) *Server {
 	routes := Routes(handlers, &Health{Ping: o.Ping})
 
 	mux := httpx.NewMux()
+	probes := map[string]http.Handler{}
 	for _, rt := range routes {
 		h := rt.Handler
-		if rt.Auth == Authenticated {
+		switch rt.Auth {
+		case Probe:
+			pm := httpx.NewMux()
+			pm.Handle(rt.Method+" "+rt.Path, h)
+			probes[rt.Path] = pm
+			continue
+		case Authenticated:
 			h = requireSubject(h)
 		}
 		mux.Handle(rt.Method+" "+rt.Path, h)
@@ -88,10 +95,22 @@ func New(o Options) *Server {
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
 	}
-	var h http.Handler = adm.wrap(mux)
+	admitted := adm.wrap(mux)
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := probes[r.URL.Path]; ok {
+			p.ServeHTTP(w, r)
+			return
+		}
+		admitted.ServeHTTP(w, r)
+	})
 	h = httpx.Recover(h)
 	h = httpx.SecurityHeaders(h)
-	h = httpx.RequestID(h, o.Logger)
+	h = httpx.RequestID(h)
+	base := o.Logger
+	inner := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), base)))
+	})
 	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h}
 }
 

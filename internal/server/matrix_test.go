@@ -1,0 +1,320 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/testdb"
+)
+
+// fixture holds the objects the matrix requests address.
+type fixture struct {
+	e        *env
+	ns1, ns2 string
+	cfg1     string
+	target   string // a service principal with no grants, for key issuance
+	n        int
+}
+
+func (f *fixture) seq() int { f.n++; return f.n }
+
+func (f *fixture) namespace() string {
+	var ns idOnly
+	f.e.must("POST", "/namespaces", map[string]string{"name": fmt.Sprintf("ns-%d", f.seq())}, f.e.admin, 201, &ns)
+	return ns.ID
+}
+
+func (f *fixture) configuration() string {
+	var c idOnly
+	f.e.must("POST", "/namespaces/"+f.ns1+"/configurations",
+		map[string]any{"name": fmt.Sprintf("cfg-%d", f.seq()), "kind": "agent", "document": map[string]any{}}, f.e.admin, 201, &c)
+	return c.ID
+}
+
+func (f *fixture) servicePrincipal() string {
+	var sp idOnly
+	f.e.must("POST", "/iam/service-principals", map[string]string{"name": fmt.Sprintf("sp-%d", f.seq())}, f.e.admin, 201, &sp)
+	return sp.ID
+}
+
+// matrixRoute says how to call one route and what each caller gets.
+type matrixRoute struct {
+	// perm is the permission the route needs; the restricted caller gets a
+	// deny restriction on exactly it. Nil: any authenticated caller.
+	perm *store.Permission
+	ok   int // status for a caller holding the grant
+	// noGrant is the status for a signed-in caller without any grant (and
+	// for a key of a principal without grants, even with an admin cookie).
+	noGrant int
+	// restricted is the status for a caller holding every grant and a deny
+	// restriction on perm.
+	restricted int
+	// nsKey is the status for a key limited to another Namespace.
+	nsKey int
+	// build returns the request path and body; it may create fixtures.
+	build func(f *fixture) (path string, body any)
+}
+
+func perm(a store.Action, k store.ResourceKind) *store.Permission {
+	return &store.Permission{Action: a, ResourceKind: k}
+}
+
+var (
+	adminPerm = perm(store.ActionAdminister, store.KindInstallation)
+	static    = func(p string) func(*fixture) (string, any) { return func(*fixture) (string, any) { return p, nil } }
+)
+
+// admin is the expectation of an installation-administration route.
+func admin(ok int, build func(f *fixture) (string, any)) matrixRoute {
+	return matrixRoute{perm: adminPerm, ok: ok, noGrant: 403, restricted: 403, nsKey: 403, build: build}
+}
+
+func matrixRoutes() map[string]matrixRoute {
+	return map[string]matrixRoute{
+		"GET /healthz": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/healthz")},
+		"GET /readyz":  {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/readyz")},
+		// Sign-in and sign-out change the caller's own session; they have
+		// their own tests (TestSignInOut).
+		"POST /api/auth/sign-in/email": {},
+		"POST /api/auth/sign-out":      {},
+		"GET /api/auth/session":        {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/api/auth/session")},
+		"POST /api/auth/service-keys": admin(201, func(f *fixture) (string, any) {
+			return "/api/auth/service-keys", map[string]any{"servicePrincipalId": f.target, "name": "k"}
+		}),
+		"DELETE /api/auth/service-keys/{keyId}": admin(200, func(f *fixture) (string, any) {
+			var k idOnly
+			f.e.must("POST", "/api/auth/service-keys", map[string]any{"servicePrincipalId": f.target, "name": "k"}, f.e.admin, 201, &k)
+			return "/api/auth/service-keys/" + k.ID, nil
+		}),
+
+		"GET /namespaces": {perm: perm(store.ActionRead, store.KindNamespace), ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/namespaces")},
+		"POST /namespaces": {perm: perm(store.ActionCreate, store.KindNamespace), ok: 201, noGrant: 403, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces", map[string]string{"name": fmt.Sprintf("new-%d", f.seq())}
+			}},
+		"GET /namespaces/{ns}": {perm: perm(store.ActionRead, store.KindNamespace), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1, nil }},
+		"DELETE /namespaces/{ns}": {perm: perm(store.ActionDelete, store.KindNamespace), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.namespace(), nil }},
+
+		"GET /namespaces/{ns}/configurations": {perm: perm(store.ActionRead, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/configurations", nil }},
+		"POST /namespaces/{ns}/configurations": {perm: perm(store.ActionCreate, store.KindConfiguration), ok: 201, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/configurations",
+					map[string]any{"name": fmt.Sprintf("c-%d", f.seq()), "kind": "agent", "document": map[string]any{"agents": map[string]any{}}}
+			}},
+		"GET /namespaces/{ns}/configurations/{cfg}": {perm: perm(store.ActionRead, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/configurations/" + f.cfg1, nil }},
+		"PATCH /namespaces/{ns}/configurations/{cfg}": {perm: perm(store.ActionUpdate, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/configurations/" + f.cfg1, map[string]any{"document": map[string]any{"n": f.seq()}}
+			}},
+		"DELETE /namespaces/{ns}/configurations/{cfg}": {perm: perm(store.ActionDelete, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/configurations/" + f.configuration(), nil
+			}},
+
+		"POST /iam/users": admin(201, func(f *fixture) (string, any) {
+			return "/iam/users", map[string]string{"email": fmt.Sprintf("u%d@example.com", f.seq()), "password": testPassword}
+		}),
+		"GET /iam/service-principals": {perm: perm(store.ActionRead, store.KindServiceAccount), ok: 200, noGrant: 200, restricted: 200, nsKey: 200,
+			build: static("/iam/service-principals")},
+		"POST /iam/service-principals": {perm: perm(store.ActionCreate, store.KindServiceAccount), ok: 201, noGrant: 403, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/iam/service-principals", map[string]string{"name": fmt.Sprintf("p-%d", f.seq())}
+			}},
+		"GET /iam/service-principals/{sa}": {perm: perm(store.ActionRead, store.KindServiceAccount), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/iam/service-principals/" + f.target, nil }},
+		"DELETE /iam/service-principals/{sa}": {perm: perm(store.ActionDelete, store.KindServiceAccount), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/iam/service-principals/" + f.servicePrincipal(), nil }},
+
+		"GET /iam/roles": admin(200, static("/iam/roles")),
+		"POST /iam/roles": admin(201, func(f *fixture) (string, any) {
+			return "/iam/roles", map[string]any{"name": fmt.Sprintf("r-%d", f.seq()),
+				"permissions": []store.Permission{{Action: store.ActionRead, ResourceKind: store.KindAgent}}}
+		}),
+		"GET /iam/roles/{roleId}": admin(200, static("/iam/roles/"+authz.RoleViewerID)),
+		"DELETE /iam/roles/{roleId}": admin(200, func(f *fixture) (string, any) {
+			var r idOnly
+			f.e.must("POST", "/iam/roles", map[string]any{"name": fmt.Sprintf("d-%d", f.seq()),
+				"permissions": []store.Permission{{Action: store.ActionRead, ResourceKind: store.KindAgent}}}, f.e.admin, 201, &r)
+			return "/iam/roles/" + r.ID, nil
+		}),
+		"GET /iam/access-bindings": admin(200, static("/iam/access-bindings")),
+		"POST /iam/access-bindings": admin(201, func(f *fixture) (string, any) {
+			return "/iam/access-bindings", map[string]string{"subjectId": f.target, "roleId": authz.RoleViewerID, "namespaceId": f.ns2}
+		}),
+		"DELETE /iam/access-bindings/{bindingId}": admin(200, func(f *fixture) (string, any) {
+			var b idOnly
+			f.e.must("POST", "/iam/access-bindings", map[string]string{"subjectId": f.target, "roleId": authz.RoleViewerID, "namespaceId": f.ns2}, f.e.admin, 201, &b)
+			return "/iam/access-bindings/" + b.ID, nil
+		}),
+		"GET /iam/restrictions": admin(200, static("/iam/restrictions")),
+		"POST /iam/restrictions": admin(201, func(f *fixture) (string, any) {
+			return "/iam/restrictions", map[string]string{"subjectId": f.target, "action": "read", "resourceKind": "agent"}
+		}),
+		"DELETE /iam/restrictions/{restrictionId}": admin(200, func(f *fixture) (string, any) {
+			var r idOnly
+			f.e.must("POST", "/iam/restrictions", map[string]string{"subjectId": f.target, "action": "read", "resourceKind": "agent"}, f.e.admin, 201, &r)
+			return "/iam/restrictions/" + r.ID, nil
+		}),
+		"GET /audit-events": admin(200, static("/audit-events")),
+	}
+}
+
+// TestAuthorizationMatrix sends every route of the route table as each kind
+// of caller and checks the status. A route missing from matrixRoutes fails
+// the test, so new routes cannot skip it.
+func TestAuthorizationMatrix(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		e := newEnv(t, st)
+		f := &fixture{e: e}
+		f.ns1, f.ns2 = f.namespace(), f.namespace()
+		f.cfg1 = f.configuration()
+		f.target = f.servicePrincipal()
+
+		_, noGrant := e.user("nogrant@example.com", "")
+		_, granted := e.user("granted@example.com", authz.RoleAdministratorID)
+		restrictedID, restricted := e.user("restricted@example.com", authz.RoleAdministratorID)
+		_, _, noGrantKey := e.principal("nogrant-key", "", "")
+		_, _, nsKey := e.principal("ns2-key", authz.RoleAdministratorID, f.ns2)
+		_, revokedKeyID, revokedKey := e.principal("revoked-key", authz.RoleAdministratorID, "")
+		e.must("DELETE", "/api/auth/service-keys/"+revokedKeyID, nil, e.admin, 200, nil)
+		_, _, expiringKey := e.principal("expiring-key", authz.RoleAdministratorID, "")
+		// A second server over the same store, 31 days later: the key
+		// (default lifetime 30 days) has expired there.
+		later := newClock()
+		later.Advance(31 * 24 * time.Hour)
+		lateSrv := server.New(server.Options{Store: st, PublicOrigin: testOrigin, Now: later.Now})
+
+		keyWithAdminCookie := cred{key: noGrantKey.key, cookie: e.admin.cookie, name: "no-grant key + admin cookie"}
+		badKeyWithAdminCookie := cred{key: revokedKey.key, cookie: e.admin.cookie, name: "revoked key + admin cookie"}
+
+		table := matrixRoutes()
+		for _, rt := range e.srv.Routes {
+			key := rt.Method + " " + rt.Path
+			m, ok := table[key]
+			if !ok {
+				t.Errorf("route %s has no authorization matrix entry", key)
+				continue
+			}
+			if m.build == nil {
+				continue // covered by a dedicated test
+			}
+			t.Run(strings.NewReplacer("/", "_", " ", "_").Replace(key), func(t *testing.T) {
+				run := func(c cred) int {
+					path, body := m.build(f)
+					code, _, _ := e.do(rt.Method, path, body, c)
+					return code
+				}
+				unauth := 401
+				if rt.Auth == server.Probe {
+					unauth = m.ok
+				}
+				got := map[string]int{
+					"anonymous":                                      run(cred{}),
+					"session without grant":                          run(noGrant),
+					"session with grant":                             run(granted),
+					"namespace key used on another namespace":        run(nsKey),
+					"revoked key":                                    run(revokedKey),
+					"key of principal without grants + admin cookie": run(keyWithAdminCookie),
+					"revoked key + admin cookie":                     run(badKeyWithAdminCookie),
+				}
+				// Expired key: on the later server.
+				{
+					path, body := m.build(f)
+					saved := e.srv
+					e.srv = lateSrv
+					code, _, _ := e.do(rt.Method, path, body, expiringKey)
+					e.srv = saved
+					got["expired key"] = code
+				}
+				want := map[string]int{
+					"anonymous":                               unauth,
+					"session without grant":                   m.noGrant,
+					"session with grant":                      m.ok,
+					"namespace key used on another namespace": m.nsKey,
+					"revoked key":                             unauth,
+					"expired key":                             unauth,
+					"key of principal without grants + admin cookie": m.noGrant,
+					"revoked key + admin cookie":                     unauth,
+				}
+				if m.perm != nil {
+					var r idOnly
+					e.must("POST", "/iam/restrictions", map[string]string{"subjectId": restrictedID,
+						"action": string(m.perm.Action), "resourceKind": string(m.perm.ResourceKind)}, e.admin, 201, &r)
+					got["deny restriction"] = run(restricted)
+					want["deny restriction"] = m.restricted
+					e.must("DELETE", "/iam/restrictions/"+r.ID, nil, e.admin, 200, nil)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s: status by caller (-want +got):\n%s", key, diff)
+				}
+			})
+		}
+		for key := range table {
+			found := false
+			for _, rt := range e.srv.Routes {
+				if rt.Method+" "+rt.Path == key {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("matrix entry %s names no route", key)
+			}
+		}
+	})
+}
+
+// TestSignInOut covers the two routes that change the caller's session.
+func TestSignInOut(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		e := newEnv(t, st)
+		_, _, key := e.principal("signer", authz.RoleAdministratorID, "")
+		tests := []struct {
+			name string
+			body map[string]string
+			c    cred
+			want int
+		}{
+			{"good password", map[string]string{"email": "admin@example.com", "password": testPassword}, cred{}, 200},
+			{"email is case-insensitive", map[string]string{"email": "ADMIN@example.com", "password": testPassword}, cred{}, 200},
+			{"wrong password", map[string]string{"email": "admin@example.com", "password": testPassword + "x"}, cred{}, 401},
+			{"unknown user", map[string]string{"email": "nobody@example.com", "password": testPassword}, cred{}, 401},
+			{"API keys cannot create sessions", map[string]string{"email": "admin@example.com", "password": testPassword}, key, 401},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				code, _, _ := e.do("POST", "/api/auth/sign-in/email", tc.body, tc.c)
+				if code != tc.want {
+					t.Errorf("sign-in: status %d, want %d", code, tc.want)
+				}
+			})
+		}
+		s := e.signIn("admin@example.com", testPassword)
+		e.must("GET", "/api/auth/session", nil, s, 200, nil)
+		_, _, rec := e.do("POST", "/api/auth/sign-out", nil, s)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("sign-out: status %d", rec.Code)
+		}
+		if c := rec.Result().Cookies(); len(c) != 1 || c[0].MaxAge >= 0 {
+			t.Errorf("sign-out cookie = %+v, want one expiring cookie", c)
+		}
+		if code, _, _ := e.do("GET", "/api/auth/session", nil, s); code != 401 {
+			t.Errorf("session after sign-out: status %d, want 401", code)
+		}
+		if code, _, _ := e.do("POST", "/api/auth/sign-out", nil, cred{}); code != 401 {
+			t.Errorf("anonymous sign-out: status %d, want 401", code)
+		}
+	})
+}
