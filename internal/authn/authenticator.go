@@ -1,0 +1,149 @@
+package authn
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"time"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// APIKeyHeader carries a service API key.
+const APIKeyHeader = "X-Api-Key"
+
+// AuthenticatorStore is what Authenticator needs from the store; store.Store
+// and its authz wrapper satisfy it.
+type AuthenticatorStore interface {
+	GetAPIKey(ctx context.Context, id string) (store.APIKey, error)
+	GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error)
+	GetSession(ctx context.Context, tokenHash []byte) (store.Session, error)
+	GetUser(ctx context.Context, id string) (store.User, error)
+}
+
+// Authenticator turns a request's credentials into a subject.
+type Authenticator struct {
+	store      AuthenticatorStore
+	now        func() time.Time
+	cookieName string
+}
+
+// NewAuthenticator returns an Authenticator over st. now is the clock (nil:
+// time.Now); publicOriginHTTPS selects the session cookie name and must
+// match the Sessions that issue the cookies.
+func NewAuthenticator(st AuthenticatorStore, now func() time.Time, publicOriginHTTPS bool) *Authenticator {
+	if now == nil {
+		now = time.Now
+	}
+	return &Authenticator{store: st, now: now, cookieName: SessionCookieName(publicOriginHTTPS)}
+}
+
+// Authenticate returns the subject r authenticates as, or (nil, nil) for an
+// anonymous request. Rules:
+//
+//   - An x-api-key header, when present at all (even empty), decides alone.
+//     A key that does not authenticate for any reason is
+//     errkind.Unauthenticated with one generic message, and the session
+//     cookie is NOT consulted: a client that sends a key means to act as
+//     that key's principal, and silently acting as the browser's user
+//     instead would be a confused deputy.
+//   - Otherwise a session cookie yields its user. A missing, malformed,
+//     unknown or expired session cookie makes the request anonymous rather
+//     than failing it, so that public pages (sign-in) keep working with a
+//     stale cookie; routes that need a subject then answer 401.
+//   - A store failure other than NotFound is returned as an internal (or
+//     unavailable) error, never as 401 and never as anonymous: an outage
+//     must not look like a revoked credential.
+//
+// Store calls run under the SystemSubjectID subject; r's context is
+// otherwise passed through (deadline, cancellation).
+func (a *Authenticator) Authenticate(r *http.Request) (*authz.Subject, error) {
+	ctx := systemContext(r.Context())
+	if vals, ok := r.Header[APIKeyHeader]; ok {
+		if len(vals) != 1 {
+			// Several keys: ambiguous, refuse rather than pick one.
+			return nil, errBadKey()
+		}
+		return a.apiKey(ctx, vals[0])
+	}
+	return a.session(ctx, r)
+}
+
+func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Subject, error) {
+	id, secret, err := ParseAPIKey(presented)
+	if err != nil {
+		return nil, err
+	}
+	key, err := a.store.GetAPIKey(ctx, id)
+	if errkind.Is(err, errkind.NotFound) {
+		return nil, errBadKey()
+	}
+	if err != nil {
+		return nil, storeError("load api key", err)
+	}
+	if subtle.ConstantTimeCompare(hashSecret(secret), key.SecretHash) != 1 {
+		return nil, errBadKey()
+	}
+	// Revocation is immediate whatever time it records; expiry is
+	// inclusive: at ExpiresAt the key is already dead.
+	if key.RevokedAt != nil || !a.now().Before(key.ExpiresAt) {
+		return nil, errBadKey()
+	}
+	sp, err := a.store.GetServicePrincipal(ctx, key.ServicePrincipalID)
+	if errkind.Is(err, errkind.NotFound) {
+		return nil, errBadKey()
+	}
+	if err != nil {
+		return nil, storeError("load service principal", err)
+	}
+	// Agent-owned principals exist for an Agent's own runtime identity and
+	// may not use the HTTP API at all.
+	if sp.AgentID != "" {
+		return nil, errBadKey()
+	}
+	// A Namespace-limited principal limits its keys too, whatever the key
+	// row says: take the principal's Namespace for an unscoped key, and
+	// refuse a key scoped to a different Namespace (only a bug or a
+	// tampered row produces one).
+	ns := key.NamespaceID
+	if sp.NamespaceID != "" {
+		if ns == "" {
+			ns = sp.NamespaceID
+		} else if ns != sp.NamespaceID {
+			return nil, errBadKey()
+		}
+	}
+	return &authz.Subject{
+		ID:          sp.ID,
+		Kind:        authz.KindServicePrincipal,
+		NamespaceID: ns,
+		Credential:  "api_key:" + key.ID,
+	}, nil
+}
+
+func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Subject, error) {
+	hash, ok := sessionTokenHash(r, a.cookieName)
+	if !ok {
+		return nil, nil
+	}
+	sess, err := a.store.GetSession(ctx, hash)
+	if errkind.Is(err, errkind.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError("load session", err)
+	}
+	if !a.now().Before(sess.ExpiresAt) {
+		return nil, nil
+	}
+	user, err := a.store.GetUser(ctx, sess.UserID)
+	if errkind.Is(err, errkind.NotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, storeError("load user", err)
+	}
+	return &authz.Subject{ID: user.ID, Kind: authz.KindUser, Credential: "session"}, nil
+}

@@ -1,0 +1,156 @@
+package authn
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// fakeStore implements SessionStore and AuthenticatorStore in memory. It
+// records which subject each call ran under, and fails every call with err
+// when err is set.
+type fakeStore struct {
+	mu       sync.Mutex
+	users    map[string]store.User // by id
+	sessions map[string]store.Session
+	keys     map[string]store.APIKey
+	sps      map[string]store.ServicePrincipal
+	err      error
+	calls    []string // "Method subjectID"
+}
+
+var (
+	_ SessionStore       = (*fakeStore)(nil)
+	_ AuthenticatorStore = (*fakeStore)(nil)
+	_ SessionStore       = store.Store(nil)
+	_ AuthenticatorStore = store.Store(nil)
+)
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{
+		users:    map[string]store.User{},
+		sessions: map[string]store.Session{},
+		keys:     map[string]store.APIKey{},
+		sps:      map[string]store.ServicePrincipal{},
+	}
+}
+
+func (f *fakeStore) record(ctx context.Context, method string) error {
+	subject := "anonymous"
+	if s := authz.SubjectFrom(ctx); s != nil {
+		subject = s.ID
+	}
+	f.calls = append(f.calls, method+" "+subject)
+	return f.err
+}
+
+func notFound() error { return errkind.New(errkind.NotFound, "not found") }
+
+func (f *fakeStore) GetUser(ctx context.Context, id string) (store.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "GetUser"); err != nil {
+		return store.User{}, err
+	}
+	u, ok := f.users[id]
+	if !ok {
+		return store.User{}, notFound()
+	}
+	return u, nil
+}
+
+func (f *fakeStore) GetUserByEmail(ctx context.Context, email string) (store.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "GetUserByEmail"); err != nil {
+		return store.User{}, err
+	}
+	for _, u := range f.users {
+		if strings.EqualFold(u.Email, email) {
+			return u, nil
+		}
+	}
+	return store.User{}, notFound()
+}
+
+func (f *fakeStore) CreateSession(ctx context.Context, s store.Session) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "CreateSession"); err != nil {
+		return err
+	}
+	f.sessions[string(s.TokenHash)] = s
+	return nil
+}
+
+func (f *fakeStore) GetSession(ctx context.Context, tokenHash []byte) (store.Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "GetSession"); err != nil {
+		return store.Session{}, err
+	}
+	s, ok := f.sessions[string(tokenHash)]
+	if !ok {
+		return store.Session{}, notFound()
+	}
+	return s, nil
+}
+
+func (f *fakeStore) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "DeleteSession"); err != nil {
+		return err
+	}
+	if _, ok := f.sessions[string(tokenHash)]; !ok {
+		return notFound()
+	}
+	delete(f.sessions, string(tokenHash))
+	return nil
+}
+
+func (f *fakeStore) GetAPIKey(ctx context.Context, id string) (store.APIKey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "GetAPIKey"); err != nil {
+		return store.APIKey{}, err
+	}
+	k, ok := f.keys[id]
+	if !ok {
+		return store.APIKey{}, notFound()
+	}
+	return k, nil
+}
+
+func (f *fakeStore) GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "GetServicePrincipal"); err != nil {
+		return store.ServicePrincipal{}, err
+	}
+	sp, ok := f.sps[id]
+	if !ok {
+		return store.ServicePrincipal{}, notFound()
+	}
+	return sp, nil
+}
+
+// subjects returns the distinct subjects the recorded calls ran under.
+func (f *fakeStore) subjects() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range f.calls {
+		_, s, _ := strings.Cut(c, " ")
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package authn
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+
+	"github.com/openclaw/occ/internal/errkind"
+)
+
+// Argon2id parameters for new hashes.
+//
+// OCC's reference server has 2 cores. RFC 9106 §4 recommends t=3, m=64 MiB
+// for memory-constrained use; we keep that and set p=2 so one hash uses
+// both cores (argon2 splits the memory into p lanes hashed in parallel).
+// Measured on the 2-core build machine (AMD EPYC, shared): 60-90 ms and
+// 64 MiB per hash (BenchmarkHashPassword, BenchmarkVerifyPassword), which
+// is slow enough to make offline guessing expensive and fast enough for an
+// interactive sign-in. Raising m or t later is safe: verification reads
+// the parameters from each stored hash, so old hashes keep working.
+const (
+	argonMemoryKiB = 64 * 1024
+	argonTime      = 3
+	argonThreads   = 2
+	argonSaltLen   = 16
+	argonKeyLen    = 32
+)
+
+// Bounds on parameters read back from a stored hash. A tampered or corrupt
+// hash must not be able to make one sign-in allocate gigabytes or run for
+// minutes; the ceilings allow four times today's memory and about three
+// times today's passes.
+const (
+	minArgonMemoryKiB = 1024
+	maxArgonMemoryKiB = 256 * 1024
+	maxArgonTime      = 10
+	maxArgonThreads   = 16
+	minArgonSaltLen   = 8
+	maxArgonSaltLen   = 64
+	minArgonKeyLen    = 16
+	maxArgonKeyLen    = 64
+)
+
+// Password policy for new passwords, in bytes (not characters): the upper
+// bound keeps the hash input, and the request that carries it, small.
+const (
+	MinPasswordLen = 12
+	MaxPasswordLen = 1024
+)
+
+// maxConcurrentHashes bounds how many argon2 computations run at once. Each
+// one holds argonMemoryKiB of memory, so a burst of sign-ins would otherwise
+// be a cheap way to exhaust the server's memory; beyond the bound callers
+// queue. 4 × 64 MiB = 256 MiB at most.
+const maxConcurrentHashes = 4
+
+var hashSlots = make(chan struct{}, maxConcurrentHashes)
+
+// acquireHashSlot waits for a free argon2 slot or for ctx to end.
+func acquireHashSlot(ctx context.Context) (release func(), err error) {
+	select {
+	case hashSlots <- struct{}{}:
+		return func() { <-hashSlots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+var b64 = base64.RawStdEncoding.Strict()
+
+// ValidatePassword checks a new password against the policy. The error is
+// errkind.Invalid with a detail at /password; it never echoes the password.
+func ValidatePassword(pw string) error {
+	switch {
+	case len(pw) < MinPasswordLen:
+		return errkind.InvalidDetails(
+			fmt.Sprintf("password must be at least %d bytes", MinPasswordLen),
+			errkind.Detail{Path: "/password", Code: errkind.DetailInvalidValue})
+	case len(pw) > MaxPasswordLen:
+		return errkind.InvalidDetails(
+			fmt.Sprintf("password must be at most %d bytes", MaxPasswordLen),
+			errkind.Detail{Path: "/password", Code: errkind.DetailTooLong})
+	}
+	return nil
+}
+
+// HashPassword validates pw against the policy and returns its argon2id
+// hash as a PHC string:
+//
+//	$argon2id$v=19$m=65536,t=3,p=2$<salt>$<hash>
+//
+// with salt and hash in unpadded standard base64. It may wait for a free
+// hashing slot (see maxConcurrentHashes).
+func HashPassword(pw string) (string, error) {
+	if err := ValidatePassword(pw); err != nil {
+		return "", err
+	}
+	return hashPassword(context.Background(), pw)
+}
+
+// hashPassword hashes without the policy check; the dummy hash uses it too.
+func hashPassword(ctx context.Context, pw string) (string, error) {
+	salt := make([]byte, argonSaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", fmt.Errorf("authn: read salt: %w", err)
+	}
+	release, err := acquireHashSlot(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
+	return encodeHash(argonParams{memory: argonMemoryKiB, time: argonTime, threads: argonThreads}, salt, key), nil
+}
+
+type argonParams struct {
+	memory  uint32
+	time    uint32
+	threads uint8
+}
+
+func encodeHash(p argonParams, salt, key []byte) string {
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, p.memory, p.time, p.threads, b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+// errBadHash is returned for a stored hash that is not one this package
+// would accept. It describes the format, never the content.
+var errBadHash = errors.New("authn: malformed or unsupported password hash")
+
+// parseHash parses a PHC argon2id string strictly: exact field order,
+// canonical decimal numbers, canonical base64, and every parameter within
+// the bounds above.
+func parseHash(encoded string) (argonParams, []byte, []byte, error) {
+	var p argonParams
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" ||
+		parts[2] != "v="+strconv.Itoa(argon2.Version) {
+		return p, nil, nil, errBadHash
+	}
+	fields := strings.Split(parts[3], ",")
+	if len(fields) != 3 {
+		return p, nil, nil, errBadHash
+	}
+	m, ok1 := parseParam(fields[0], "m=", minArgonMemoryKiB, maxArgonMemoryKiB)
+	t, ok2 := parseParam(fields[1], "t=", 1, maxArgonTime)
+	th, ok3 := parseParam(fields[2], "p=", 1, maxArgonThreads)
+	// argon2 needs at least 8 KiB of memory per lane.
+	if !ok1 || !ok2 || !ok3 || m < 8*th {
+		return p, nil, nil, errBadHash
+	}
+	salt, err := b64.DecodeString(parts[4])
+	if err != nil || len(salt) < minArgonSaltLen || len(salt) > maxArgonSaltLen {
+		return p, nil, nil, errBadHash
+	}
+	key, err := b64.DecodeString(parts[5])
+	if err != nil || len(key) < minArgonKeyLen || len(key) > maxArgonKeyLen {
+		return p, nil, nil, errBadHash
+	}
+	return argonParams{memory: uint32(m), time: uint32(t), threads: uint8(th)}, salt, key, nil
+}
+
+// parseParam parses "<name><decimal>" with no sign, no leading zeros and a
+// value in [lo, hi].
+func parseParam(s, name string, lo, hi uint64) (uint64, bool) {
+	digits, ok := strings.CutPrefix(s, name)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(digits, 10, 32)
+	if err != nil || strconv.FormatUint(v, 10) != digits || v < lo || v > hi {
+		return 0, false
+	}
+	return v, true
+}
+
+// VerifyPassword reports whether pw matches the argon2id hash encoded. The
+// parameters come from encoded, within fixed bounds. A wrong password is
+// (false, nil); a hash that cannot be parsed is an error (stored data is
+// corrupt or was tampered with), never a match. The comparison is constant
+// time. A password longer than MaxPasswordLen never matches and is not
+// hashed: no stored hash can be of such a password.
+func VerifyPassword(encoded, pw string) (bool, error) {
+	return verifyPassword(context.Background(), encoded, pw)
+}
+
+func verifyPassword(ctx context.Context, encoded, pw string) (bool, error) {
+	p, salt, want, err := parseHash(encoded)
+	if err != nil {
+		return false, err
+	}
+	if len(pw) > MaxPasswordLen {
+		return false, nil
+	}
+	release, err := acquireHashSlot(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	got := argon2.IDKey([]byte(pw), salt, p.time, p.memory, p.threads, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+// GeneratePassword returns a random password for bootstrap: 18 bytes from
+// crypto/rand as 24 URL-safe base64 characters (144 bits), which satisfies
+// the password policy. Like ids.New it panics only if the operating
+// system's random source fails.
+func GeneratePassword() string {
+	var b [18]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("authn: crypto/rand failed: %v", err))
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

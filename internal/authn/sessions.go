@@ -1,0 +1,244 @@
+package authn
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// SystemSubjectID names the subject under which this package's own store
+// calls run. The authz store wrapper allows it exactly GetAPIKey,
+// GetServicePrincipal, GetSession, GetUser, GetUserByEmail, CreateSession
+// and DeleteSession.
+const SystemSubjectID = "system:authn"
+
+// systemContext returns ctx carrying the authn system subject. Credentials
+// are checked before anyone is known, so these reads cannot run as the
+// caller.
+func systemContext(ctx context.Context) context.Context {
+	return authz.WithSubject(ctx, &authz.Subject{
+		ID:         SystemSubjectID,
+		Kind:       authz.KindSystem,
+		Credential: "system",
+	})
+}
+
+// Session cookie names. The __Host- prefix makes browsers insist on
+// Secure, Path=/ and no Domain, so a sibling subdomain cannot plant or
+// overwrite the cookie; browsers only accept it over https, hence the plain
+// name for http development origins.
+const (
+	cookieNameHTTP  = "occ_session"
+	cookieNameHTTPS = "__Host-occ_session"
+)
+
+// DefaultSessionTTL is how long a browser session lives when no TTL is
+// configured. Sessions are not extended on use.
+const DefaultSessionTTL = 12 * time.Hour
+
+// sessionTokenLen is the random part of a session token, in bytes; the
+// cookie carries it as 43 unpadded base64url characters.
+const sessionTokenLen = 32
+
+var b64url = base64.RawURLEncoding.Strict()
+
+// SessionCookieName is the session cookie's name for a public origin that
+// is (or is not) https.
+func SessionCookieName(publicOriginHTTPS bool) string {
+	if publicOriginHTTPS {
+		return cookieNameHTTPS
+	}
+	return cookieNameHTTP
+}
+
+// SessionStore is what Sessions needs from the store; store.Store and its
+// authz wrapper satisfy it.
+type SessionStore interface {
+	GetUserByEmail(ctx context.Context, email string) (store.User, error)
+	CreateSession(ctx context.Context, s store.Session) error
+	DeleteSession(ctx context.Context, tokenHash []byte) error
+}
+
+// Sessions signs users in and out with email and password.
+type Sessions struct {
+	store      SessionStore
+	now        func() time.Time
+	ttl        time.Duration
+	secure     bool
+	cookieName string
+	// verify is verifyPassword; tests replace it to observe that every
+	// sign-in attempt pays for one hash.
+	verify func(ctx context.Context, encoded, pw string) (bool, error)
+}
+
+// NewSessions returns Sessions over st. now is the clock (nil: time.Now);
+// ttl is the session lifetime (zero or negative: DefaultSessionTTL);
+// publicOriginHTTPS selects the __Host- cookie with Secure.
+//
+// It computes the dummy hash used for unknown emails on first use in the
+// process (one argon2 run), so that the first failed sign-in is not faster
+// than later ones.
+func NewSessions(st SessionStore, now func() time.Time, ttl time.Duration, publicOriginHTTPS bool) *Sessions {
+	if now == nil {
+		now = time.Now
+	}
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
+	dummyHash()
+	return &Sessions{
+		store:      st,
+		now:        now,
+		ttl:        ttl,
+		secure:     publicOriginHTTPS,
+		cookieName: SessionCookieName(publicOriginHTTPS),
+		verify:     verifyPassword,
+	}
+}
+
+// CookieName is the name of the session cookie.
+func (s *Sessions) CookieName() string { return s.cookieName }
+
+// dummyHash is a hash of a random password with the current parameters.
+// Sign-in verifies against it when the email is unknown, so that an unknown
+// email costs the same argon2 work as a wrong password and response time
+// does not reveal which emails have accounts.
+var dummyHash = sync.OnceValue(func() string {
+	h, err := hashPassword(context.Background(), GeneratePassword())
+	if err != nil {
+		// Only a failing random source gets here; Go treats that as fatal.
+		panic(fmt.Sprintf("authn: dummy hash: %v", err))
+	}
+	return h
+})
+
+// signInMessage is the one answer to a failed sign-in, whatever the reason.
+const signInMessage = "invalid email or password"
+
+func errSignIn() error { return errkind.New(errkind.Unauthenticated, signInMessage) }
+
+// SignIn checks email and password and, when they match, creates a session
+// and returns its cookie and the user (with PasswordHash cleared).
+//
+// An unknown email, a user without a password and a wrong password all
+// answer errkind.Unauthenticated with the same message after the same
+// amount of hashing. A failing store is returned as an error of its own
+// kind (not 401): the caller did nothing wrong.
+func (s *Sessions) SignIn(ctx context.Context, email, password string) (*http.Cookie, store.User, error) {
+	sctx := systemContext(ctx)
+	user, err := s.store.GetUserByEmail(sctx, email)
+	switch {
+	case errkind.Is(err, errkind.NotFound):
+		user = store.User{} // verify against the dummy hash below
+	case err != nil:
+		return nil, store.User{}, storeError("load user", err)
+	}
+
+	encoded := user.PasswordHash
+	if user.ID == "" || encoded == "" {
+		encoded = dummyHash()
+	}
+	ok, err := s.verify(ctx, encoded, password)
+	if err != nil {
+		if ctx.Err() != nil {
+			// Gave up waiting for a hashing slot.
+			return nil, store.User{}, fmt.Errorf("authn: verify password: %w", err)
+		}
+		// The stored hash is corrupt or tampered with. Answer exactly like
+		// a wrong password, so the response does not reveal that this email
+		// has an account; the cause travels in the error chain for logs.
+		return nil, store.User{}, errkind.Wrap(errkind.Unauthenticated, signInMessage, err)
+	}
+	if !ok || user.ID == "" || user.PasswordHash == "" {
+		return nil, store.User{}, errSignIn()
+	}
+
+	var token [sessionTokenLen]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		return nil, store.User{}, fmt.Errorf("authn: read session token: %w", err)
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	hash := sha256.Sum256(token[:])
+	sess := store.Session{
+		TokenHash: hash[:],
+		UserID:    user.ID,
+		ExpiresAt: now.Add(s.ttl),
+		CreatedAt: now,
+	}
+	if err := s.store.CreateSession(sctx, sess); err != nil {
+		return nil, store.User{}, storeError("create session", err)
+	}
+	user.PasswordHash = ""
+	return s.cookie(b64url.EncodeToString(token[:]), sess.ExpiresAt, int(s.ttl/time.Second)), user, nil
+}
+
+// SignOut deletes the session named by r's cookie, if any, and returns a
+// cookie that makes the browser forget it. Signing out without a session,
+// with a malformed cookie or with an already deleted session succeeds. The
+// expiring cookie is returned even with a store error, so that the handler
+// can still clear the browser's copy.
+func (s *Sessions) SignOut(ctx context.Context, r *http.Request) (*http.Cookie, error) {
+	expired := s.cookie("", time.Unix(0, 0).UTC(), -1)
+	hash, ok := sessionTokenHash(r, s.cookieName)
+	if !ok {
+		return expired, nil
+	}
+	err := s.store.DeleteSession(systemContext(ctx), hash)
+	if err != nil && !errkind.Is(err, errkind.NotFound) {
+		return expired, storeError("delete session", err)
+	}
+	return expired, nil
+}
+
+// cookie builds the session cookie. HttpOnly keeps it from scripts;
+// SameSite=Lax keeps it off cross-site subrequests and form posts (the
+// server also checks Origin on cookie-authenticated mutations); no Domain
+// so it is host-only.
+func (s *Sessions) cookie(value string, expires time.Time, maxAge int) *http.Cookie {
+	return &http.Cookie{
+		Name:     s.cookieName,
+		Value:    value,
+		Path:     "/",
+		Expires:  expires,
+		MaxAge:   maxAge,
+		Secure:   s.secure,
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// sessionTokenHash returns the SHA-256 of the session token in r's cookie
+// named name, or false when there is no cookie or its value is not a
+// well-formed token (so no store lookup is spent on garbage).
+func sessionTokenHash(r *http.Request, name string) ([]byte, bool) {
+	c, err := r.Cookie(name)
+	if err != nil || len(c.Value) != b64url.EncodedLen(sessionTokenLen) {
+		return nil, false
+	}
+	token, err := b64url.DecodeString(c.Value)
+	if err != nil || len(token) != sessionTokenLen {
+		return nil, false
+	}
+	h := sha256.Sum256(token)
+	return h[:], true
+}
+
+// storeError classifies an unexpected store failure: Unavailable stays
+// Unavailable (503), anything else is internal. A store refusal (for example
+// the authz wrapper denying the system subject) is a server fault, not the
+// caller's, so it must not turn into 401 or 403.
+func storeError(op string, err error) error {
+	if errkind.Is(err, errkind.Unavailable) {
+		return fmt.Errorf("authn: %s: %w", op, err)
+	}
+	return errkind.Wrap(errkind.Internal, "internal error", fmt.Errorf("authn: %s: %w", op, err))
+}

@@ -1,0 +1,299 @@
+package authn
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// A non-UTC zone catches code that compares wall clocks instead of instants.
+var testZone = time.FixedZone("UTC+05:30", 5*3600+1800)
+
+var t0 = time.Date(2026, 3, 1, 10, 0, 0, 123456000, testZone)
+
+const (
+	aliceID       = "usr_11111111-1111-4111-8111-111111111111"
+	bobID         = "usr_22222222-2222-4222-8222-222222222222"
+	alicePassword = "alice's long password"
+)
+
+// clock is a settable test clock.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newSessionsFixture(t *testing.T, https bool, ttl time.Duration) (*Sessions, *fakeStore, *clock) {
+	t.Helper()
+	st := newFakeStore()
+	st.users[aliceID] = store.User{ID: aliceID, Email: "alice@example.com", PasswordHash: cheapHash(alicePassword)}
+	st.users[bobID] = store.User{ID: bobID, Email: "bob@example.com"} // no password (external login)
+	c := &clock{t: t0}
+	return NewSessions(st, c.now, ttl, https), st, c
+}
+
+func TestSessionCookieAttributes(t *testing.T) {
+	tests := []struct {
+		name  string
+		https bool
+		ttl   time.Duration
+		want  http.Cookie // Value and Raw are checked separately
+	}{
+		{"http origin", false, 0, http.Cookie{
+			Name: "occ_session", Path: "/", Expires: t0.UTC().Add(12 * time.Hour),
+			MaxAge: 12 * 3600, Secure: false, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		}},
+		{"https origin", true, 0, http.Cookie{
+			Name: "__Host-occ_session", Path: "/", Expires: t0.UTC().Add(12 * time.Hour),
+			MaxAge: 12 * 3600, Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		}},
+		{"configured ttl", true, 30 * time.Minute, http.Cookie{
+			Name: "__Host-occ_session", Path: "/", Expires: t0.UTC().Add(30 * time.Minute),
+			MaxAge: 1800, Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, st, _ := newSessionsFixture(t, tc.https, tc.ttl)
+			if got := s.CookieName(); got != tc.want.Name {
+				t.Errorf("CookieName() = %q, want %q", got, tc.want.Name)
+			}
+			c, user, err := s.SignIn(context.Background(), "Alice@Example.com", alicePassword)
+			if err != nil {
+				t.Fatalf("SignIn: %v", err)
+			}
+			if diff := cmp.Diff(store.User{ID: aliceID, Email: "alice@example.com"}, user); diff != "" {
+				t.Errorf("SignIn user mismatch (-want +got):\n%s", diff)
+			}
+			got := *c
+			got.Value = ""
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("SignIn cookie mismatch (-want +got):\n%s", diff)
+			}
+
+			// The cookie carries the token; the store holds only its SHA-256.
+			token, err := b64url.DecodeString(c.Value)
+			if err != nil || len(token) != 32 {
+				t.Fatalf("cookie value %q is not 32 bytes of base64url", c.Value)
+			}
+			h := sha256.Sum256(token)
+			wantSession := store.Session{
+				TokenHash: h[:], UserID: aliceID,
+				ExpiresAt: tc.want.Expires, CreatedAt: t0.UTC(),
+			}
+			if diff := cmp.Diff(map[string]store.Session{string(h[:]): wantSession}, st.sessions); diff != "" {
+				t.Errorf("stored sessions mismatch (-want +got):\n%s", diff)
+			}
+
+			// Sign-out deletes the row and expires the cookie with the same
+			// attributes, so the browser replaces it.
+			r := httptest.NewRequest(http.MethodPost, "/api/auth/sign-out", nil)
+			r.AddCookie(c)
+			out, err := s.SignOut(context.Background(), r)
+			if err != nil {
+				t.Fatalf("SignOut: %v", err)
+			}
+			wantOut := tc.want
+			wantOut.MaxAge, wantOut.Expires = -1, time.Unix(0, 0).UTC()
+			if diff := cmp.Diff(&wantOut, out); diff != "" {
+				t.Errorf("SignOut cookie mismatch (-want +got):\n%s", diff)
+			}
+			if len(st.sessions) != 0 {
+				t.Errorf("SignOut left %d sessions", len(st.sessions))
+			}
+			if diff := cmp.Diff([]string{SystemSubjectID}, st.subjects()); diff != "" {
+				t.Errorf("store call subjects mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The Set-Cookie header a browser sees, for both origins.
+func TestSessionCookieHeader(t *testing.T) {
+	for _, tc := range []struct {
+		https bool
+		want  string
+	}{
+		{false, "occ_session=v; Path=/; Expires=Sun, 01 Mar 2026 16:30:00 GMT; Max-Age=43200; HttpOnly; SameSite=Lax"},
+		{true, "__Host-occ_session=v; Path=/; Expires=Sun, 01 Mar 2026 16:30:00 GMT; Max-Age=43200; HttpOnly; Secure; SameSite=Lax"},
+	} {
+		s, _, c := newSessionsFixture(t, tc.https, 0)
+		c.t = time.Date(2026, 3, 1, 10, 0, 0, 0, testZone)
+		cookie, _, err := s.SignIn(context.Background(), "alice@example.com", alicePassword)
+		if err != nil {
+			t.Fatalf("SignIn: %v", err)
+		}
+		cookie.Value = "v" // the token is random; the attributes are what matter
+		if diff := cmp.Diff(tc.want, cookie.String()); diff != "" {
+			t.Errorf("Set-Cookie (https=%v) mismatch (-want +got):\n%s", tc.https, diff)
+		}
+	}
+}
+
+// countingVerify wraps verifyPassword and counts calls, so tests can check
+// that every sign-in attempt pays for exactly one hash whether or not the
+// email exists. (Timing itself is not asserted: timed tests are flaky.)
+func countingVerify(n *int) func(context.Context, string, string) (bool, error) {
+	return func(ctx context.Context, encoded, pw string) (bool, error) {
+		*n++
+		return verifyPassword(ctx, encoded, pw)
+	}
+}
+
+func TestSignInFailures(t *testing.T) {
+	type result struct {
+		Kind        errkind.Kind
+		Message     string
+		VerifyCalls int
+		Sessions    int
+	}
+	refused := result{Kind: errkind.Unauthenticated, Message: "invalid email or password", VerifyCalls: 1}
+	tests := []struct {
+		name     string
+		email    string
+		password string
+		setup    func(*fakeStore)
+		want     result
+	}{
+		{"success", "alice@example.com", alicePassword, nil, result{VerifyCalls: 1, Sessions: 1}},
+		{"unknown email", "mallory@example.com", alicePassword, nil, refused},
+		{"empty email", "", "", nil, refused},
+		{"wrong password", "alice@example.com", alicePassword + "x", nil, refused},
+		{"empty password", "alice@example.com", "", nil, refused},
+		{"user without password", "bob@example.com", alicePassword, nil, refused},
+		{"corrupt stored hash", "alice@example.com", alicePassword, func(f *fakeStore) {
+			u := f.users[aliceID]
+			u.PasswordHash = "$argon2id$v=19$m=4194304,t=1,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+			f.users[aliceID] = u
+		}, refused},
+		{"store failure is not 401", "alice@example.com", alicePassword, func(f *fakeStore) {
+			f.err = errors.New("connection reset")
+		}, result{Kind: errkind.Internal, Message: "internal error"}},
+		{"store unavailable stays 503", "alice@example.com", alicePassword, func(f *fakeStore) {
+			f.err = errkind.New(errkind.Unavailable, "database unavailable")
+		}, result{Kind: errkind.Unavailable, Message: "database unavailable"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, st, _ := newSessionsFixture(t, true, 0)
+			if tc.setup != nil {
+				tc.setup(st)
+			}
+			var got result
+			s.verify = countingVerify(&got.VerifyCalls)
+			cookie, user, err := s.SignIn(context.Background(), tc.email, tc.password)
+			if e := errkind.As(err); e != nil {
+				got.Kind, got.Message = e.Kind, e.Message
+			} else if err != nil {
+				got.Message = err.Error()
+			}
+			got.Sessions = len(st.sessions)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("SignIn(%q) mismatch (-want +got):\n%s", tc.email, diff)
+			}
+			if err != nil && (cookie != nil || user != (store.User{})) {
+				t.Errorf("SignIn failed but returned cookie %v, user %+v", cookie, user)
+			}
+			if err != nil && tc.password != "" && strings.Contains(err.Error(), tc.password) {
+				t.Errorf("SignIn error %q contains the password", err)
+			}
+		})
+	}
+}
+
+// Unknown emails are checked against a real hash with the current
+// parameters, so they cost what a wrong password costs.
+func TestDummyHashUsesCurrentParameters(t *testing.T) {
+	if !phcPattern.MatchString(dummyHash()) {
+		t.Errorf("dummyHash() = %q, want a hash with the default parameters", dummyHash())
+	}
+}
+
+func TestSignOut(t *testing.T) {
+	s, st, _ := newSessionsFixture(t, false, 0)
+	c, _, err := s.SignIn(context.Background(), "alice@example.com", alicePassword)
+	if err != nil {
+		t.Fatalf("SignIn: %v", err)
+	}
+	other := &http.Cookie{Name: "occ_session", Value: c.Value}
+	tests := []struct {
+		name      string
+		cookie    *http.Cookie
+		storeErr  error
+		wantKind  errkind.Kind
+		wantErr   bool
+		wantCalls int
+	}{
+		{"no cookie", nil, nil, 0, false, 0},
+		{"malformed cookie", &http.Cookie{Name: "occ_session", Value: "nope"}, nil, 0, false, 0},
+		{"cookie of other name", &http.Cookie{Name: "__Host-occ_session", Value: c.Value}, nil, 0, false, 0},
+		{"live session", other, nil, 0, false, 1},
+		{"already deleted", other, nil, 0, false, 1},
+		{"store failure", other, errors.New("boom"), errkind.Internal, true, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st.calls, st.err = nil, tc.storeErr
+			r := httptest.NewRequest(http.MethodPost, "/api/auth/sign-out", nil)
+			if tc.cookie != nil {
+				r.AddCookie(tc.cookie)
+			}
+			out, err := s.SignOut(context.Background(), r)
+			if (err != nil) != tc.wantErr || (err != nil && errkind.KindOf(err) != tc.wantKind) {
+				t.Errorf("SignOut error = %v, want error %v of kind %v", err, tc.wantErr, tc.wantKind)
+			}
+			if out == nil || out.MaxAge != -1 || out.Name != "occ_session" {
+				t.Errorf("SignOut cookie = %v, want an expiring occ_session cookie", out)
+			}
+			if len(st.calls) != tc.wantCalls {
+				t.Errorf("SignOut made store calls %q, want %d", st.calls, tc.wantCalls)
+			}
+		})
+	}
+}
+
+// A session created by SignIn authenticates until, and not at, its expiry.
+func TestSessionRoundTripAndExpiry(t *testing.T) {
+	s, st, c := newSessionsFixture(t, true, time.Hour)
+	cookie, _, err := s.SignIn(context.Background(), "alice@example.com", alicePassword)
+	if err != nil {
+		t.Fatalf("SignIn: %v", err)
+	}
+	a := NewAuthenticator(st, c.now, true)
+	alice := &authz.Subject{ID: aliceID, Kind: authz.KindUser, Credential: "session"}
+	expiry := t0.Add(time.Hour)
+	tests := []struct {
+		name string
+		at   time.Time
+		want *authz.Subject
+	}{
+		{"just created", t0, alice},
+		{"1µs before expiry", expiry.Add(-time.Microsecond), alice},
+		{"at expiry", expiry, nil},
+		{"1µs past expiry", expiry.Add(time.Microsecond), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c.t = tc.at
+			r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
+			r.AddCookie(cookie)
+			got, err := a.Authenticate(r)
+			if err != nil {
+				t.Fatalf("Authenticate: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Authenticate mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

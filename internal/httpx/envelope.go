@@ -1,0 +1,236 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/openclaw/occ/internal/errkind"
+)
+
+// maxDetailPath caps one detail's JSON pointer in a reply. A pointer repeats
+// every ancestor key, so without a cap a body of long nested keys could make
+// the error reply many times larger than the request. Real pointers are far
+// shorter; a capped one is cut on a rune boundary.
+const maxDetailPath = 1024
+
+// serverMessages are the only messages a 5xx reply can carry. A 5xx means
+// the server failed, and whatever text came with the failure (driver
+// errors, SQL, file paths) is for the log, not the client; so the message
+// is fixed per public code and the client quotes meta.requestId instead.
+var serverMessages = map[string]string{
+	errkind.CodeInternal:       "An internal error occurred; quote the request ID when reporting it.",
+	errkind.CodeNotImplemented: "This operation is not implemented.",
+	errkind.CodeUnavailable:    "A service this request depends on is unavailable; try again later.",
+	errkind.CodeUnknownOutcome: "The outcome of this write is unknown: it may or may not have been applied. Read the resource before retrying.",
+}
+
+const serverMessageOther = "The server could not complete the request; quote the request ID when reporting it."
+
+type meta struct {
+	RequestID string `json:"requestId"`
+}
+
+type successEnvelope struct {
+	Data any  `json:"data"`
+	Meta meta `json:"meta"`
+}
+
+type errorEnvelope struct {
+	Error errorFields `json:"error"`
+	Meta  meta        `json:"meta"`
+}
+
+type errorFields struct {
+	Code    string           `json:"code"`
+	Message string           `json:"message"`
+	Details []errkind.Detail `json:"details,omitempty"`
+	Data    map[string]any   `json:"data,omitempty"`
+}
+
+// Write sends data as {"data": data, "meta": {"requestId": ...}} with the
+// given status and the standard API headers.
+//
+// The body is encoded completely before anything is sent, so a value that
+// cannot be encoded (a channel, a NaN) becomes a logged 500 envelope rather
+// than a truncated 200. Errors writing to the connection are ignored: the
+// client has gone and there is no one left to tell.
+func Write(w http.ResponseWriter, r *http.Request, status int, data any) {
+	id := requestIDFor(w, r)
+	b, err := encode(successEnvelope{Data: data, Meta: meta{RequestID: id}})
+	if err != nil {
+		Logger(r.Context()).Error("response could not be encoded",
+			"error", err, "type", fmt.Sprintf("%T", data), "method", r.Method, "path", r.URL.Path)
+		writeErrorBody(w, r, &errkind.Error{Kind: errkind.Internal})
+		return
+	}
+	writeBytes(w, id, status, b)
+}
+
+// WriteError maps err to a status and an error envelope and sends it. It is
+// the one place in OCC where that mapping happens.
+//
+//   - The *errkind.Error in err's chain decides status, code, message,
+//     details and data. Anything else (including nil) is 500 INTERNAL_ERROR.
+//   - Every 5xx is logged at error level with the full error text (causes
+//     included) through the request's logger; the reply carries only a fixed
+//     message for its code. An Internal error's data is dropped too.
+//   - 4xx messages are capped at errkind.MaxMessage bytes on a rune
+//     boundary, details at errkind.MaxDetails entries. A 4xx cause is
+//     logged at debug level and never sent.
+//   - 405 replies take their Allow header from data["allow"] (a string,
+//     as set by Mux), which is not repeated in the body.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errkind.As(err)
+	if e == nil {
+		e = &errkind.Error{Kind: errkind.Internal}
+	}
+	status, code := statusCode(e)
+	log := Logger(r.Context())
+	switch {
+	case status >= 500:
+		text := "WriteError called with a nil error"
+		if err != nil {
+			text = err.Error()
+		}
+		log.Error("request failed",
+			"status", status, "code", code, "error", text, "method", r.Method, "path", r.URL.Path)
+	case e.Cause != nil:
+		log.Debug("request rejected",
+			"status", status, "code", code, "error", err.Error(), "method", r.Method, "path", r.URL.Path)
+	}
+	writeErrorBody(w, r, e)
+}
+
+// statusCode returns the status and public code for e, treating a kind the
+// errkind table does not know as internal.
+func statusCode(e *errkind.Error) (int, string) {
+	status := e.Status()
+	code := e.PublicCode()
+	if status == 0 || code == "" {
+		return http.StatusInternalServerError, errkind.CodeInternal
+	}
+	return status, code
+}
+
+// writeErrorBody sends the envelope for e without logging; callers have
+// logged already (WriteError, Recover).
+func writeErrorBody(w http.ResponseWriter, r *http.Request, e *errkind.Error) {
+	id := requestIDFor(w, r)
+	status, code := statusCode(e)
+	fields := errorFields{Code: code}
+	data := e.Data
+	if status == http.StatusMethodNotAllowed {
+		if allow, ok := data["allow"].(string); ok {
+			w.Header().Set("Allow", allow)
+			data = without(data, "allow")
+		}
+	}
+	if status >= 500 {
+		fields.Message = serverMessages[code]
+		if fields.Message == "" {
+			fields.Message = serverMessageOther
+		}
+		if status != http.StatusInternalServerError {
+			fields.Data = data
+		}
+	} else {
+		fields.Message = e.Message
+		if fields.Message == "" {
+			fields.Message = http.StatusText(status) + "."
+		}
+		fields.Message = clip(fields.Message, errkind.MaxMessage)
+		fields.Details = publicDetails(e.Details)
+		fields.Data = data
+	}
+	b, err := encode(errorEnvelope{Error: fields, Meta: meta{RequestID: id}})
+	if err != nil {
+		// Only Data can fail to encode; the error's author put something
+		// unencodable in it. Send the same error without it.
+		Logger(r.Context()).Error("error data could not be encoded", "error", err, "code", code)
+		fields.Data = nil
+		b, _ = encode(errorEnvelope{Error: fields, Meta: meta{RequestID: id}})
+	}
+	writeBytes(w, id, status, b)
+}
+
+// publicDetails caps the number of details and the length of each pointer.
+func publicDetails(ds []errkind.Detail) []errkind.Detail {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]errkind.Detail, 0, min(len(ds), errkind.MaxDetails))
+	for _, d := range ds[:min(len(ds), errkind.MaxDetails)] {
+		d.Path = clip(d.Path, maxDetailPath)
+		out = append(out, d)
+	}
+	return out
+}
+
+// without returns a copy of m lacking key; nil if nothing remains.
+func without(m map[string]any, key string) map[string]any {
+	var out map[string]any
+	for k, v := range m {
+		if k == key {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(m))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// clip makes s valid UTF-8 and cuts it to at most n bytes without splitting
+// a character. Invalid bytes become U+FFFD before measuring, because the
+// JSON encoder would otherwise expand each one to three bytes after the cut.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// encode marshals v without HTML escaping: replies are JSON for API
+// clients, never HTML, and escaping <, > and & would only make messages and
+// data harder to read and compare.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeBytes sets the standard API headers and sends b.
+func writeBytes(w http.ResponseWriter, id string, status int, b []byte) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set(headerRequestID, id)
+	if !bodyAllowed(status) {
+		h.Del("Content-Length")
+		w.WriteHeader(status)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// bodyAllowed reports whether HTTP permits a body with status.
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}

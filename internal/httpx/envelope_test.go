@@ -1,0 +1,285 @@
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/openclaw/occ/internal/errkind"
+)
+
+var requestIDPattern = regexp.MustCompile(`^req_[0-9a-f]{32}$`)
+
+// serve runs h behind RequestID with a captured logger and returns the
+// recorded reply and the log output.
+func serve(h http.HandlerFunc, r *http.Request) (*httptest.ResponseRecorder, string) {
+	log, buf := captureLogs()
+	w := httptest.NewRecorder()
+	RequestID(h).ServeHTTP(w, r.WithContext(WithLogger(r.Context(), log)))
+	return w, buf.String()
+}
+
+func TestWrite(t *testing.T) {
+	tests := []struct {
+		name     string
+		status   int
+		data     any
+		wantBody string // with REQ for the request ID
+	}{
+		{"object", http.StatusOK, map[string]any{"name": "a"}, `{"data":{"name":"a"},"meta":{"requestId":"REQ"}}`},
+		{"created", http.StatusCreated, []int{1, 2}, `{"data":[1,2],"meta":{"requestId":"REQ"}}`},
+		{"nil data", http.StatusOK, nil, `{"data":null,"meta":{"requestId":"REQ"}}`},
+		{"no HTML escaping", http.StatusOK, "<a href='x'>&</a>", `{"data":"<a href='x'>&</a>","meta":{"requestId":"REQ"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, _ := serve(func(w http.ResponseWriter, r *http.Request) { Write(w, r, tt.status, tt.data) },
+				httptest.NewRequest(http.MethodGet, "/x", nil))
+			id := w.Header().Get("X-Request-Id")
+			if !requestIDPattern.MatchString(id) {
+				t.Fatalf("Write: X-Request-Id = %q, want req_ and 32 hex digits", id)
+			}
+			want := strings.ReplaceAll(tt.wantBody, "REQ", id) + "\n"
+			if diff := cmp.Diff(want, w.Body.String()); diff != "" {
+				t.Errorf("Write(%v) body (-want +got):\n%s", tt.data, diff)
+			}
+			if w.Code != tt.status {
+				t.Errorf("Write: status %d, want %d", w.Code, tt.status)
+			}
+			if diff := cmp.Diff(wantAPIHeaders(id), apiHeaders(w.Header())); diff != "" {
+				t.Errorf("Write headers (-want +got):\n%s", diff)
+			}
+			if got, want := w.Header().Get("Content-Length"), fmt.Sprint(len(want)); got != want {
+				t.Errorf("Write: Content-Length %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestWriteUnencodable(t *testing.T) {
+	for _, data := range []any{make(chan int), math.NaN(), map[string]any{"f": func() {}}} {
+		t.Run(fmt.Sprintf("%T", data), func(t *testing.T) {
+			w, logs := serve(func(w http.ResponseWriter, r *http.Request) { Write(w, r, http.StatusOK, data) },
+				httptest.NewRequest(http.MethodGet, "/x", nil))
+			var got wireError
+			decodeWire(t, w.Body.Bytes(), &got)
+			if w.Code != http.StatusInternalServerError || got.Error.Code != errkind.CodeInternal {
+				t.Errorf("Write(%T): status %d code %q, want 500 INTERNAL_ERROR", data, w.Code, got.Error.Code)
+			}
+			if !strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, "response could not be encoded") {
+				t.Errorf("Write(%T): log %q lacks the encoding error", data, logs)
+			}
+		})
+	}
+}
+
+func TestWriteWithoutRequestIDMiddleware(t *testing.T) {
+	w := httptest.NewRecorder()
+	Write(w, httptest.NewRequest(http.MethodGet, "/x", nil), http.StatusOK, 1)
+	var got struct {
+		Data int      `json:"data"`
+		Meta wireMeta `json:"meta"`
+	}
+	decodeWire(t, w.Body.Bytes(), &got)
+	id := w.Header().Get("X-Request-Id")
+	if !requestIDPattern.MatchString(id) || got.Meta.RequestID != id {
+		t.Errorf("Write without RequestID: header %q, meta %q; want the same generated ID", id, got.Meta.RequestID)
+	}
+}
+
+// errorReply is the part of an error reply a test states.
+type errorReply struct {
+	Status  int
+	Allow   string
+	Code    string
+	Message string
+	Details []errkind.Detail
+	Data    map[string]any
+}
+
+func TestWriteError(t *testing.T) {
+	const internalMsg = "An internal error occurred; quote the request ID when reporting it."
+	secret := errors.New("dial tcp 10.0.0.3:5432: password authentication failed for user occ")
+	details := func(n int) []errkind.Detail {
+		ds := make([]errkind.Detail, n)
+		for i := range ds {
+			ds[i] = detail(fmt.Sprintf("/f%d", i), errkind.DetailRequired)
+		}
+		return ds
+	}
+	withData := func(e *errkind.Error, data map[string]any) *errkind.Error { e.Data = data; return e }
+	withDetails := func(e *errkind.Error, ds []errkind.Detail) *errkind.Error { e.Details = ds; return e }
+	tests := []struct {
+		name string
+		err  error
+		want errorReply
+	}{
+		{"invalid", errkind.New(errkind.Invalid, "Bad."), errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "Bad."}},
+		{"unauthenticated", errkind.New(errkind.Unauthenticated, "Sign in."), errorReply{Status: 401, Code: "UNAUTHENTICATED", Message: "Sign in."}},
+		{"permission denied", errkind.New(errkind.PermissionDenied, "No."), errorReply{Status: 403, Code: "FORBIDDEN", Message: "No."}},
+		{"not found", errkind.New(errkind.NotFound, "The requested workspace file was not found."), errorReply{Status: 404, Code: "NOT_FOUND", Message: "The requested workspace file was not found."}},
+		{"conflict", errkind.New(errkind.Conflict, "Busy."), errorReply{Status: 409, Code: "RESOURCE_CONFLICT", Message: "Busy."}},
+		{"specific code", errkind.WithCode(errkind.Conflict, errkind.CodeAgentDeleting, "Deleting."), errorReply{Status: 409, Code: "AGENT_DELETING", Message: "Deleting."}},
+		{"precondition with data", withData(errkind.New(errkind.PreconditionFailed, "Stale."), map[string]any{"currentHash": "abc"}),
+			errorReply{Status: 412, Code: "PRECONDITION_FAILED", Message: "Stale.", Data: map[string]any{"currentHash": "abc"}}},
+		{"too large", errkind.New(errkind.TooLarge, "Big."), errorReply{Status: 413, Code: "PAYLOAD_TOO_LARGE", Message: "Big."}},
+		{"unsupported media", errkind.New(errkind.UnsupportedMedia, "JSON."), errorReply{Status: 415, Code: "UNSUPPORTED_MEDIA_TYPE", Message: "JSON."}},
+		{"wrapped", fmt.Errorf("load agent: %w", errkind.New(errkind.NotFound, "Gone.")), errorReply{Status: 404, Code: "NOT_FOUND", Message: "Gone."}},
+		{"empty message", &errkind.Error{Kind: errkind.NotFound}, errorReply{Status: 404, Code: "NOT_FOUND", Message: "Not Found."}},
+		{"4xx cause stays private", errkind.Wrap(errkind.Invalid, "Bad input.", secret), errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "Bad input."}},
+		{"405 allow from data", withData(errkind.New(errkind.MethodNotAllowed, "No."), map[string]any{"allow": "GET, HEAD"}),
+			errorReply{Status: 405, Allow: "GET, HEAD", Code: "METHOD_NOT_ALLOWED", Message: "No."}},
+		{"405 keeps other data", withData(errkind.New(errkind.MethodNotAllowed, "No."), map[string]any{"allow": "GET", "x": 1.0}),
+			errorReply{Status: 405, Allow: "GET", Code: "METHOD_NOT_ALLOWED", Message: "No.", Data: map[string]any{"x": 1.0}}},
+		{"unencodable data is dropped", withData(errkind.New(errkind.Conflict, "Busy."), map[string]any{"f": func() {}}),
+			errorReply{Status: 409, Code: "RESOURCE_CONFLICT", Message: "Busy."}},
+
+		// Messages: 256 bytes pass, longer ones are cut on a rune boundary.
+		{"message of 256 bytes", errkind.New(errkind.Invalid, strings.Repeat("m", 256)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("m", 256)}},
+		{"message of 257 bytes", errkind.New(errkind.Invalid, strings.Repeat("m", 257)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("m", 256)}},
+		{"message of 256 bytes in 2-byte runes", errkind.New(errkind.Invalid, strings.Repeat("é", 128)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("é", 128)}},
+		{"message of 257 bytes cut before a rune", errkind.New(errkind.Invalid, "m"+strings.Repeat("é", 128)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "m" + strings.Repeat("é", 127)}},
+		{"message with invalid UTF-8", errkind.New(errkind.Invalid, "a\xffb"),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "a\ufffdb"}},
+
+		// Details: 32 pass, more are cut to 32; long pointers are cut.
+		{"32 details", withDetails(errkind.New(errkind.Invalid, "Bad."), details(32)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "Bad.", Details: details(32)}},
+		{"33 details", withDetails(errkind.New(errkind.Invalid, "Bad."), details(33)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "Bad.", Details: details(32)}},
+		{"long pointer", withDetails(errkind.New(errkind.Invalid, "Bad."), []errkind.Detail{detail("/"+strings.Repeat("k", 2000), "REQUIRED")}),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "Bad.", Details: []errkind.Detail{detail("/"+strings.Repeat("k", 1023), "REQUIRED")}}},
+
+		// 5xx: fixed messages, nothing of the error's own text.
+		{"unclassified", secret, errorReply{Status: 500, Code: "INTERNAL_ERROR", Message: internalMsg}},
+		{"wrapped unclassified", fmt.Errorf("store: %w", secret), errorReply{Status: 500, Code: "INTERNAL_ERROR", Message: internalMsg}},
+		{"nil", nil, errorReply{Status: 500, Code: "INTERNAL_ERROR", Message: internalMsg}},
+		{"internal with message, details and data", withDetails(withData(errkind.Wrap(errkind.Internal, "insert agent 10.0.0.3", secret), map[string]any{"host": "10.0.0.3"}), details(1)),
+			errorReply{Status: 500, Code: "INTERNAL_ERROR", Message: internalMsg}},
+		{"unknown kind", &errkind.Error{Kind: errkind.Kind(99), Message: "x"}, errorReply{Status: 500, Code: "INTERNAL_ERROR", Message: internalMsg}},
+		{"not implemented", errkind.New(errkind.NotImplemented, "driver ssh lacks Logs"),
+			errorReply{Status: 501, Code: "NOT_IMPLEMENTED", Message: "This operation is not implemented."}},
+		{"unavailable", errkind.Wrap(errkind.Unavailable, "gateway at 10.0.0.3 refused", secret),
+			errorReply{Status: 503, Code: "DEPENDENCY_UNAVAILABLE", Message: "A service this request depends on is unavailable; try again later."}},
+		{"unknown outcome keeps data", withData(errkind.Wrap(errkind.OutcomeUnknown, "ws closed", secret), map[string]any{"retry": false}),
+			errorReply{Status: 503, Code: "UNKNOWN_OUTCOME", Message: "The outcome of this write is unknown: it may or may not have been applied. Read the resource before retrying.", Data: map[string]any{"retry": false}}},
+		{"5xx with a custom code", errkind.WithCode(errkind.Unavailable, "GATEWAY_DOWN", "gateway 10.0.0.3 down"),
+			errorReply{Status: 503, Code: "GATEWAY_DOWN", Message: "The server could not complete the request; quote the request ID when reporting it."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, _ := serve(func(w http.ResponseWriter, r *http.Request) { WriteError(w, r, tt.err) },
+				httptest.NewRequest(http.MethodPost, "/x", nil))
+			var body wireError
+			decodeWire(t, w.Body.Bytes(), &body)
+			got := errorReply{
+				Status: w.Code, Allow: w.Header().Get("Allow"),
+				Code: body.Error.Code, Message: body.Error.Message, Details: body.Error.Details, Data: body.Error.Data,
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("WriteError(%v) (-want +got):\n%s", tt.err, diff)
+			}
+			id := w.Header().Get("X-Request-Id")
+			if diff := cmp.Diff(wantAPIHeaders(id), apiHeaders(w.Header())); diff != "" {
+				t.Errorf("WriteError headers (-want +got):\n%s", diff)
+			}
+			if body.Meta.RequestID != id || !requestIDPattern.MatchString(id) {
+				t.Errorf("WriteError: meta.requestId %q, header %q; want the same request ID", body.Meta.RequestID, id)
+			}
+			for _, leak := range []string{"10.0.0.3", "password", "insert agent", "driver ssh"} {
+				if strings.Contains(w.Body.String(), leak) {
+					t.Errorf("WriteError(%v): body %s leaks %q", tt.err, w.Body, leak)
+				}
+			}
+		})
+	}
+}
+
+// logLine is the part of a JSON log record the tests check.
+type logLine struct {
+	Level     string `json:"level"`
+	Msg       string `json:"msg"`
+	RequestID string `json:"request_id"`
+	Error     string `json:"error"`
+	Status    int    `json:"status"`
+}
+
+func parseLogs(t *testing.T, logs string) []logLine {
+	t.Helper()
+	var lines []logLine
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if l == "" {
+			continue
+		}
+		var line logLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func TestWriteErrorLogs(t *testing.T) {
+	secret := errors.New("password authentication failed")
+	tests := []struct {
+		name string
+		err  error
+		want []logLine // RequestID filled in from the reply
+	}{
+		{"unclassified logged at error with its text", fmt.Errorf("store: %w", secret),
+			[]logLine{{Level: "ERROR", Msg: "request failed", Error: "store: password authentication failed", Status: 500}}},
+		{"classified 5xx logged with its cause", errkind.Wrap(errkind.Unavailable, "gateway down", secret),
+			[]logLine{{Level: "ERROR", Msg: "request failed", Error: "DEPENDENCY_UNAVAILABLE: gateway down: password authentication failed", Status: 503}}},
+		{"4xx with a cause logged at debug", errkind.Wrap(errkind.Invalid, "Bad.", secret),
+			[]logLine{{Level: "DEBUG", Msg: "request rejected", Error: "INVALID_REQUEST: Bad.: password authentication failed", Status: 400}}},
+		{"4xx without a cause not logged", errkind.New(errkind.NotFound, "Gone."), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, logs := serve(func(w http.ResponseWriter, r *http.Request) { WriteError(w, r, tt.err) },
+				httptest.NewRequest(http.MethodGet, "/x", nil))
+			id := w.Header().Get("X-Request-Id")
+			var want []logLine
+			for _, l := range tt.want {
+				l.RequestID = id
+				want = append(want, l)
+			}
+			if diff := cmp.Diff(want, parseLogs(t, logs)); diff != "" {
+				t.Errorf("WriteError(%v) logs (-want +got):\n%s", tt.err, diff)
+			}
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 4, ""},
+		{"abcd", 4, "abcd"},
+		{"abcde", 4, "abcd"},
+		{"ab€", 4, "ab"}, // € is 3 bytes: cutting inside it backs off
+		{"a€", 4, "a€"},  // exactly 4 bytes
+		{"😀😀", 5, "😀"},   // 4-byte runes
+		{"\xff\xff", 4, "\ufffd"},
+	}
+	for _, tt := range tests {
+		if got := clip(tt.in, tt.n); got != tt.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
