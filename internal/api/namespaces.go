@@ -44,7 +44,7 @@ func (a *API) DeleteNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, err := a.svc.DeleteNamespace(r.Context(), p[0])
-	respond(w, r, http.StatusOK, ns, err)
+	respond(w, r, http.StatusAccepted, ns, err)
 }
 
 type configurationRequest struct {

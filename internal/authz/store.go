@@ -30,9 +30,11 @@ var systemMethods = map[string]map[string]bool{
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
 	SystemAudit: set("AppendAuditEvent"),
-	SystemWorker: set("GetInstallation", "GetNamespace", "ListNamespaces", "UpdateNamespaceStatus",
-		"GetConfiguration", "GetAgent", "ListAgents", "GetWorkspaceSetup", "CompleteWorkspaceSetup",
-		"DeleteWorkspaceSetup", "DeleteExpiredSessions", "AppendAuditEvent"),
+	SystemWorker: set("GetInstallation", "GetNamespace", "ListNamespaces", "UpdateNamespaceStatus", "DeleteNamespace",
+		"GetConfiguration", "GetAgent", "ListAgents", "SetAgentRuntimeState", "DeleteAgent",
+		"GetRevision", "ListRevisions", "GetWork", "GetWorkByKey", "ClaimWork", "RenewWork", "RetryWork",
+		"FinishWork", "CancelAgentWork", "ActivateRevision",
+		"GetWorkspaceSetup", "DeleteExpiredSessions", "AppendAuditEvent"),
 }
 
 func set(names ...string) map[string]bool {

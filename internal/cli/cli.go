@@ -35,6 +35,7 @@ type migrator interface {
 // packages; tests substitute fakes.
 type deps struct {
 	runServer func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
+	runWorker func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
 	openStore func(ctx context.Context, databaseURL, dataDir string) (migrator, error)
 	stdout    io.Writer
 	stderr    io.Writer
@@ -44,6 +45,7 @@ type deps struct {
 func defaultDeps() deps {
 	return deps{
 		runServer: server.Run,
+		runWorker: server.RunWorker,
 		openStore: func(ctx context.Context, databaseURL, dataDir string) (migrator, error) {
 			s, err := sqlstore.Open(ctx, databaseURL, dataDir)
 			if err != nil {
@@ -137,7 +139,7 @@ variable and a key in the --config YAML file; see docs/configuration.md.`,
 	// The completion command is cobra's default, not part of OCC's
 	// interface; it can be added deliberately later.
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServerCmd(d), newMigrateCmd(d), newVersionCmd(d))
+	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d))
 	return root
 }
 

@@ -44,6 +44,34 @@ stops it at once.`,
 	return cmd
 }
 
+func newWorkerCmd(d deps) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run only the deployment worker until SIGTERM or Ctrl-C",
+		Long: `Run only the deployment worker until SIGTERM or Ctrl-C.
+
+"occ server" runs a worker itself. Run "occ worker" on its own when a
+production deployment separates API and worker replicas; any number of
+workers can share one PostgreSQL database: each work item is claimed with a
+lease, and an Agent's work runs one item at a time, in order.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, logger, err := loadConfig(cmd, d)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			err = d.runWorker(ctx, cfg, logger)
+			if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+				return runtimeError(err)
+			}
+			return nil
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	return cmd
+}
+
 func newMigrateCmd(d deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",

@@ -3,7 +3,6 @@ package occ
 import (
 	"context"
 
-	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -26,6 +25,12 @@ func (s *Service) CreateNamespace(ctx context.Context, name string) (store.Names
 		if err := tx.CreateNamespace(ctx, ns); err != nil {
 			return err
 		}
+		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkNamespaceReconcile, IdempotencyKey: ns.ID + ":reconcile",
+			NamespaceID: ns.ID, ActorID: actorID(ctx), State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
+		}); err != nil {
+			return err
+		}
 		return s.audit.Mutation(ctx, tx, ActionNamespaceCreate, resNamespace(ns.ID), map[string]string{"name": name})
 	})
 	return ns, err
@@ -41,32 +46,35 @@ func (s *Service) ListNamespaces(ctx context.Context) ([]store.Namespace, error)
 	return s.store.ListNamespaces(ctx)
 }
 
-// DeleteNamespace deletes an empty Namespace (409 NAMESPACE_NOT_EMPTY
-// otherwise).
+// DeleteNamespace starts deleting an empty Namespace (409
+// NAMESPACE_NOT_EMPTY while it holds Agents or Configurations): its status
+// becomes deleting and the worker tears it down through the driver, then
+// removes it. Repeating the call is idempotent.
 func (s *Service) DeleteNamespace(ctx context.Context, id string) (store.Namespace, error) {
 	var ns store.Namespace
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		var err error
-		if ns, err = tx.GetNamespace(ctx, id); err != nil {
+		cur, err := tx.GetNamespace(ctx, id)
+		if err != nil {
 			return err
 		}
-		if err := tx.DeleteNamespace(ctx, id); err != nil {
+		now := s.clock()
+		if ns, err = tx.MarkNamespaceDeleting(ctx, id, now); err != nil {
 			return err
 		}
-		return s.audit.Mutation(ctx, tx, ActionNamespaceDelete, resNamespace(id), map[string]string{"name": ns.Name})
+		if cur.Status == store.NamespaceDeleting {
+			return nil
+		}
+		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkNamespaceDelete, IdempotencyKey: id + ":delete",
+			NamespaceID: id, ActorID: actorID(ctx), State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
+		}); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionNamespaceDelete, resNamespace(id), map[string]string{"name": cur.Name})
 	})
-	if err != nil {
-		return store.Namespace{}, err
-	}
-	ns.Status = store.NamespaceDeleting
-	return ns, nil
+	return ns, err
 }
 
 func resNamespace(id string) store.AuditResource {
 	return store.AuditResource{Kind: store.KindNamespace, ID: id, NamespaceID: id}
-}
-
-// errNotFound is the one message for anything absent or hidden.
-func errNotFound() error {
-	return errkind.New(errkind.NotFound, "The requested resource was not found.")
 }

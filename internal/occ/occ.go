@@ -23,17 +23,19 @@ import (
 
 // Service is the domain API. Its store must be the authorizing wrapper.
 type Service struct {
-	store store.Store
-	audit *audit.Recorder
-	now   func() time.Time
+	store    store.Store
+	audit    *audit.Recorder
+	now      func() time.Time
+	driverID string
 }
 
-// New returns a Service over the authorizing store s.
-func New(s store.Store, rec *audit.Recorder, now func() time.Time) *Service {
+// New returns a Service over the authorizing store s. driverID names the
+// Compute driver new revisions are deployed with.
+func New(s store.Store, rec *audit.Recorder, now func() time.Time, driverID string) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: s, audit: rec, now: now}
+	return &Service{store: s, audit: rec, now: now, driverID: driverID}
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

@@ -191,3 +191,5 @@ func (e *env) principal(name, roleID, keyNamespace string) (spID, keyID string, 
 	}
 	return sp.ID, k.ID, cred{key: k.Key, name: name}
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

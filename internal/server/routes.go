@@ -47,6 +47,17 @@ func Routes(a *api.API, h *Health) []Route {
 		{"GET", "/namespaces/{ns}", Authenticated, a.GetNamespace},
 		{"DELETE", "/namespaces/{ns}", Authenticated, a.DeleteNamespace},
 
+		{"GET", "/namespaces/{ns}/agents", Authenticated, a.ListAgents},
+		{"POST", "/namespaces/{ns}/agents", Authenticated, a.CreateAgent},
+		{"GET", "/namespaces/{ns}/agents/{agentId}", Authenticated, a.GetAgent},
+		{"PATCH", "/namespaces/{ns}/agents/{agentId}", Authenticated, a.PatchAgent},
+		{"DELETE", "/namespaces/{ns}/agents/{agentId}", Authenticated, a.DeleteAgent},
+		{"POST", "/namespaces/{ns}/agents/{agentId}/deploy", Authenticated, a.DeployAgent},
+		{"POST", "/namespaces/{ns}/agents/{agentId}/stop", Authenticated, a.StopAgent},
+		{"GET", "/namespaces/{ns}/agents/{agentId}/revisions", Authenticated, a.ListRevisions},
+		{"GET", "/namespaces/{ns}/agents/{agentId}/deployments/{deploymentId}", Authenticated, a.GetDeployment},
+		{"GET", "/workspace-defaults", Authenticated, a.WorkspaceDefaults},
+
 		{"GET", "/namespaces/{ns}/configurations", Authenticated, a.ListConfigurations},
 		{"POST", "/namespaces/{ns}/configurations", Authenticated, a.CreateConfiguration},
 		{"GET", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.GetConfiguration},

@@ -21,11 +21,14 @@ import (
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/unconfigured"
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/worker"
 )
 
 // Options are the parts a Server is built from. Tests fill them directly;
@@ -41,11 +44,17 @@ type Options struct {
 	SessionTTL     time.Duration
 	Logger         *slog.Logger
 	Now            func() time.Time
+	// Driver is the Compute driver; nil means none is configured (the
+	// unconfigured driver: deployments fail with COMPUTE_NOT_CONFIGURED).
+	Driver compute.Driver
+	// Worker tunes the deployment worker.
+	Worker worker.Options
 }
 
 // Server is an assembled OCC API.
 type Server struct {
 	opts    Options
+	Worker  *worker.Worker
 	Service *occ.Service
 	Audit   *audit.Recorder
 	Routes  []Route
@@ -64,13 +73,22 @@ func New(o Options) *Server {
 		o.SessionTTL = 12 * time.Hour
 	}
 	https := strings.HasPrefix(o.PublicOrigin, "https://")
+	if o.Driver == nil {
+		o.Driver = unconfigured.Driver{}
+	}
+	if o.Worker.Logger == nil {
+		o.Worker.Logger = o.Logger
+	}
+	if o.Worker.Now == nil {
+		o.Worker.Now = o.Now
+	}
 
 	var rec *audit.Recorder
 	az := authz.Wrap(o.Store, func(ctx context.Context, s *authz.Subject, a store.Action, res authz.Resource, d authz.Decision) {
 		rec.Denial(ctx, s, a, res, d)
 	})
 	rec = audit.NewRecorder(az, o.Now, httpx.RequestIDFrom, o.Logger)
-	svc := occ.New(az, rec, o.Now)
+	svc := occ.New(az, rec, o.Now, o.Driver.ID())
 	handlers := api.New(svc, authn.NewSessions(az, o.Now, o.SessionTTL, https))
 	routes := Routes(handlers, &Health{Ping: o.Ping})
 
@@ -111,7 +129,7 @@ func New(o Options) *Server {
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), base)))
 	})
-	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h}
+	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, Worker: worker.New(az, o.Driver, o.Worker)}
 }
 
 // Handler is the complete HTTP handler.
@@ -191,6 +209,16 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		_ = srv.Worker.Run(wctx)
+	}()
+	defer func() {
+		stopWorker()
+		<-workerDone
+	}()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -207,4 +235,19 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// RunWorker runs only the deployment worker against the configured
+// database until ctx ends, for deployments that split API and worker
+// replicas. It does not migrate: run "occ migrate" (or an "occ server")
+// first.
+func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger})
+	logger.Info("occ worker running", "driver", srv.opts.Driver.ID())
+	return srv.Worker.Run(ctx)
 }

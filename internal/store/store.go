@@ -77,6 +77,10 @@ type Store interface {
 	ListNamespaces(ctx context.Context) ([]Namespace, error)
 	UpdateNamespaceStatus(ctx context.Context, id string, status NamespaceStatus, at time.Time) error
 	DeleteNamespace(ctx context.Context, id string) error
+	// MarkNamespaceDeleting atomically checks that the Namespace holds no
+	// Agents and no Configurations (Conflict NAMESPACE_NOT_EMPTY otherwise)
+	// and sets its status to deleting; the worker then tears it down.
+	MarkNamespaceDeleting(ctx context.Context, id string, at time.Time) (Namespace, error)
 
 	// Configurations, always addressed within their Namespace. Names are
 	// unique per Namespace. UpdateConfiguration replaces name and document
@@ -94,6 +98,58 @@ type Store interface {
 	CreateAgent(ctx context.Context, a Agent, setup *WorkspaceSetup) error
 	GetAgent(ctx context.Context, namespaceID, id string) (Agent, error)
 	ListAgents(ctx context.Context, namespaceID string) ([]Agent, error)
+
+	// Agent changes are split by intent so that each needs its own
+	// permission: UpdateAgent changes name and configuration (update);
+	// SetAgentRuntimeState records the desired runtime state (deploy to
+	// run, operate to stop); MarkAgentDeleting starts teardown (delete):
+	// status deleting, desired stopped, and who asked. Each returns the
+	// stored Agent. DeleteAgent removes the Agent for good with its
+	// revisions, setup record and work items, and every binding and
+	// restriction scoped to the exact Agent (worker only).
+	UpdateAgent(ctx context.Context, a Agent) (Agent, error)
+	SetAgentRuntimeState(ctx context.Context, namespaceID, id string, state RuntimeState, at time.Time) (Agent, error)
+	MarkAgentDeleting(ctx context.Context, namespaceID, id, actorID string, at time.Time) (Agent, error)
+	DeleteAgent(ctx context.Context, namespaceID, id string) error
+
+	// Revisions are immutable. CreateRevision assigns the next Number for
+	// the Agent (1, 2, ...) and returns the stored revision.
+	CreateRevision(ctx context.Context, r Revision) (Revision, error)
+	GetRevision(ctx context.Context, namespaceID, agentID, id string) (Revision, error)
+	ListRevisions(ctx context.Context, namespaceID, agentID string) ([]Revision, error)
+
+	// Work queue. EnqueueWork is idempotent on IdempotencyKey: enqueueing
+	// an existing key returns the existing item unchanged.
+	EnqueueWork(ctx context.Context, w WorkItem) (WorkItem, error)
+	GetWork(ctx context.Context, id string) (WorkItem, error)
+	GetWorkByKey(ctx context.Context, key string) (WorkItem, error)
+	// ClaimWork claims the oldest claimable item, or reports none. An item
+	// is claimable when it is queued and available, or running with an
+	// expired lease; and no older unfinished item exists for the same
+	// Agent (one Agent's work runs strictly in order, one at a time).
+	// PostgreSQL claims with FOR UPDATE SKIP LOCKED so replicas never wait
+	// on each other. Claiming sets state running, the token, the lease
+	// and increments Attempts.
+	ClaimWork(ctx context.Context, c Claim) (WorkItem, bool, error)
+	// RenewWork extends a live claim; Conflict when the claim was lost.
+	RenewWork(ctx context.Context, id, token string, until time.Time) error
+	// RetryWork releases a claim and requeues the item for availableAt,
+	// recording the attempt. FinishWork ends it (succeeded,
+	// failed_permanent or cancelled) with a reason code. Both answer
+	// Conflict when the token no longer holds the claim.
+	RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt WorkAttempt) error
+	FinishWork(ctx context.Context, id, token string, state WorkState, reasonCode, message string, now time.Time) error
+	// CancelAgentWork cancels the Agent's queued (unclaimed) items of the
+	// given kinds, for example pending deployments when the Agent is
+	// deleted.
+	CancelAgentWork(ctx context.Context, namespaceID, agentID string, kinds []string, now time.Time) (int64, error)
+
+	// ActivateRevision is the activation transaction: it re-checks that
+	// the claim is still held and the Agent is active and wants to run,
+	// makes the revision the Agent's active revision, completes the
+	// pending setup when a.SetupID is set, and finishes the work item as
+	// succeeded — all or nothing. Conflict when any check fails.
+	ActivateRevision(ctx context.Context, a Activation) error
 
 	// Workspace setups (private). CompleteWorkspaceSetup clears the files
 	// and marks the record completed; it is idempotent for a completed

@@ -1,0 +1,180 @@
+// Package compute owns the Compute driver contract: the small set of verbs
+// the deployment worker uses to run an Agent's revisions on a backend (a
+// local process, Docker, SSH hosts, Kubernetes), the capabilities a driver
+// declares, and how drivers report failures. Drivers live in sub-packages
+// and never import the store; the worker translates store records into the
+// plain values below.
+//
+// Every method must be idempotent: the worker may call it again after a
+// crash, a lost lease or a timeout, with the same arguments. Every method
+// takes a context with a deadline and must give up when it ends.
+package compute
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Capabilities are what a driver can do beyond the required verbs.
+type Capabilities struct {
+	// WorkspaceSetup: the driver delivers initial workspace files to the
+	// Agent's durable workspace before the runtime first starts, and
+	// verifies the completion marker on every later start. A deployment of
+	// an Agent with a setup record on a driver without it fails with
+	// WORKSPACE_SETUP_UNSUPPORTED before PrepareRevision is called.
+	WorkspaceSetup bool
+	// LiveFiles: Endpoint returns a way to reach the running native
+	// gateway, so OCC can read and write workspace files.
+	LiveFiles bool
+}
+
+// Namespace is the part of a Namespace a driver sees.
+type Namespace struct {
+	ID   string
+	Name string
+}
+
+// Agent is the part of an Agent a driver sees.
+type Agent struct {
+	ID          string
+	NamespaceID string
+	Name        string
+}
+
+// Revision is the immutable snapshot a driver runs.
+type Revision struct {
+	ID                      string
+	NamespaceID             string
+	AgentID                 string
+	AgentName               string
+	Number                  int64
+	ConfigurationID         string
+	ConfigurationGeneration int64
+	// Configuration is the native OpenClaw JSON document. Drivers render
+	// their runtime configuration from it and must not mutate it.
+	Configuration json.RawMessage
+}
+
+// WorkspaceSetup is the setup delivered with a revision. While pending it
+// carries Files; once completed only its identity (ID, NamespaceID,
+// AgentID, DefaultsID) remains and drivers only verify the durable marker.
+type WorkspaceSetup struct {
+	ID          string
+	NamespaceID string
+	AgentID     string
+	DefaultsID  string
+	Files       map[string]string
+	Completed   bool
+}
+
+// Identity is the setup without its files: what the marker holds.
+func (s *WorkspaceSetup) Identity() WorkspaceSetup {
+	return WorkspaceSetup{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID, Completed: s.Completed}
+}
+
+// RevisionContext is what comes with a revision besides the snapshot.
+type RevisionContext struct {
+	// WorkspaceSetup is nil when the Agent has no setup record.
+	WorkspaceSetup *WorkspaceSetup
+}
+
+// PrepareResult says whether a prepared revision is ready to activate.
+type PrepareResult struct {
+	Ready bool
+	// PendingReason is a code when not ready, for example
+	// AGENT_GATEWAY_UNAVAILABLE; Message says more, without secrets.
+	PendingReason string
+	Message       string
+}
+
+// Transport says how OCC reaches a running native gateway.
+type Transport string
+
+const (
+	// Direct: a loopback WebSocket authenticated with the Agent's gateway
+	// token (local, Docker with host networking, SSH through a tunnel).
+	Direct Transport = "direct"
+	// Routed: wss:// through the private Envoy Gateway route,
+	// authenticated with the installation's service key.
+	Routed Transport = "routed"
+)
+
+// Endpoint is how to reach a revision's native gateway. It proves nothing
+// about readiness.
+type Endpoint struct {
+	URL       string
+	Transport Transport
+	// TokenFile is, for Direct, the 0600 file holding the gateway token;
+	// it is read for each operation and never copied elsewhere.
+	TokenFile string
+}
+
+// Driver runs revisions on one backend.
+type Driver interface {
+	// ID names the driver instance (for example "local"); it is recorded
+	// in each revision.
+	ID() string
+	Capabilities() Capabilities
+
+	// EnsureNamespace makes the backend ready to host the Namespace's
+	// Agents. DeleteNamespace removes what EnsureNamespace made; it is only
+	// called for an empty Namespace. Absence is success.
+	EnsureNamespace(ctx context.Context, ns Namespace) error
+	DeleteNamespace(ctx context.Context, ns Namespace) error
+
+	// PrepareRevision brings the revision's runtime up without making it
+	// the Agent's serving revision: storage, workspace setup (when rc has
+	// one), configuration, process. Ready=false means "call again later".
+	PrepareRevision(ctx context.Context, rev Revision, rc RevisionContext) (PrepareResult, error)
+	// ActivateRevision makes a prepared revision the one that serves (for
+	// example moves the route to it). It must not disturb a newer
+	// revision's resources.
+	ActivateRevision(ctx context.Context, rev Revision, rc RevisionContext) error
+	// StopRevision stops execution and inbound routing, keeping durable
+	// state. RetireRevision also cleans up everything owned only by this
+	// revision. Neither may remove what a newer revision owns.
+	StopRevision(ctx context.Context, rev Revision) error
+	RetireRevision(ctx context.Context, rev Revision) error
+	// DeleteAgent removes the Agent's runtime storage and credentials. It
+	// is called after every revision was retired. Absence is success.
+	DeleteAgent(ctx context.Context, a Agent) error
+
+	// Endpoint returns how to reach the revision's gateway, or an error
+	// wrapping ErrNoEndpoint when the driver cannot serve live files.
+	Endpoint(ctx context.Context, rev Revision) (Endpoint, error)
+}
+
+// ErrNoEndpoint says a driver does not expose its gateways.
+var ErrNoEndpoint = errors.New("compute: driver exposes no gateway endpoint")
+
+// Failure codes a driver may return with Permanent; the worker records them
+// as the deployment's error code.
+const (
+	CodeWorkspaceSetupUnsupported = "WORKSPACE_SETUP_UNSUPPORTED"
+	CodeWorkspaceSetupFailed      = "WORKSPACE_SETUP_FAILED"
+	CodeConfigurationInvalid      = "CONFIGURATION_INVALID"
+	CodeRuntimeFailed             = "RUNTIME_FAILED"
+)
+
+// PermanentError is a failure that retrying cannot fix. The worker stops
+// retrying and fails the work with Code.
+type PermanentError struct {
+	Code string
+	Err  error
+}
+
+func (e *PermanentError) Error() string { return fmt.Sprintf("%s: %v", e.Code, e.Err) }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err as a permanent failure with a public code.
+func Permanent(code string, err error) error { return &PermanentError{Code: code, Err: err} }
+
+// AsPermanent returns the permanent failure in err's chain, if any. Any
+// other error is retryable.
+func AsPermanent(err error) (*PermanentError, bool) {
+	var p *PermanentError
+	ok := errors.As(err, &p)
+	return p, ok
+}

@@ -1,0 +1,309 @@
+package occ
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/workspace"
+)
+
+// Audit actions for Agents.
+const (
+	ActionAgentCreate = "openclaw.agents.create"
+	ActionAgentUpdate = "openclaw.agents.update"
+	ActionAgentDeploy = "openclaw.agents.deploy"
+	ActionAgentStop   = "openclaw.agents.stop"
+	ActionAgentDelete = "openclaw.agents.delete"
+)
+
+// AgentInput is a request to create an Agent. InitialWorkspaceFiles is the
+// raw JSON value of the field (nil when absent); it is validated here and
+// staged privately, never stored on the Agent.
+type AgentInput struct {
+	Name                  string
+	ConfigurationID       string
+	InitialWorkspaceFiles json.RawMessage
+	WorkspaceDefaultsID   string
+}
+
+func resAgent(a store.Agent) store.AuditResource {
+	return store.AuditResource{Kind: store.KindAgent, ID: a.ID, NamespaceID: a.NamespaceID}
+}
+
+// requireAccepting refuses new resources in a Namespace that is failed or
+// being deleted.
+func requireAccepting(ns store.Namespace) error {
+	if ns.Status == store.NamespaceProvisioning || ns.Status == store.NamespaceReady {
+		return nil
+	}
+	return errkind.WithCode(errkind.Conflict, errkind.CodeNamespaceNotReady, "The Namespace is not accepting new resources.")
+}
+
+// CreateAgent creates an active, stopped Agent with no revision. When
+// initial workspace files are supplied (a non-empty map) they are staged in
+// a private workspace setup record in the same transaction; they never
+// appear in the Agent, any response, log line or audit record.
+func (s *Service) CreateAgent(ctx context.Context, namespaceID string, in AgentInput) (store.Agent, error) {
+	if err := validateName("/name", in.Name); err != nil {
+		return store.Agent{}, err
+	}
+	if !ids.Valid(ids.Configuration, in.ConfigurationID) {
+		return store.Agent{}, errkind.InvalidDetails("The configuration id is malformed.",
+			errkind.Detail{Path: "/configurationId", Code: errkind.DetailInvalidFormat})
+	}
+	files, err := workspace.NormalizeInitialFilesJSON(in.InitialWorkspaceFiles)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	if in.WorkspaceDefaultsID != "" {
+		if err := workspace.ValidateDefaultsID(in.WorkspaceDefaultsID); err != nil {
+			return store.Agent{}, err
+		}
+	}
+	now := s.clock()
+	a := store.Agent{ID: ids.New(ids.Agent), NamespaceID: namespaceID, Name: in.Name, ConfigurationID: in.ConfigurationID,
+		Status: store.AgentActive, DesiredRuntimeState: store.RuntimeStopped, CreatedAt: now, UpdatedAt: now}
+	var setup *store.WorkspaceSetup
+	if len(files) > 0 {
+		setup = &store.WorkspaceSetup{ID: ids.New(ids.WorkspaceSetup), NamespaceID: namespaceID, AgentID: a.ID,
+			DefaultsID: in.WorkspaceDefaultsID, Files: files}
+	}
+	err = s.store.InTx(ctx, func(tx store.Store) error {
+		ns, err := tx.GetNamespace(ctx, namespaceID)
+		if err != nil {
+			return err
+		}
+		// Authorize the creation before revealing anything about the
+		// configuration or the defaults.
+		az, ok := tx.(*authz.Store)
+		if !ok {
+			return errkind.New(errkind.Internal, "service store is not the authorizing store")
+		}
+		if err := az.Authorize(ctx, store.ActionCreate, authz.Resource{Kind: store.KindAgent, NamespaceID: namespaceID}); err != nil {
+			return err
+		}
+		if err := requireAccepting(ns); err != nil {
+			return err
+		}
+		if _, err := tx.GetConfiguration(ctx, namespaceID, in.ConfigurationID); err != nil {
+			return err
+		}
+		if in.WorkspaceDefaultsID != "" {
+			if err := workspace.CheckDefaultsID(in.WorkspaceDefaultsID); err != nil {
+				return err
+			}
+		}
+		if err := tx.CreateAgent(ctx, a, setup); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionAgentCreate, resAgent(a),
+			map[string]string{"name": a.Name, "configurationId": a.ConfigurationID})
+	})
+	return a, err
+}
+
+// GetAgent returns a visible Agent.
+func (s *Service) GetAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
+	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
+		return store.Agent{}, err
+	}
+	return s.store.GetAgent(ctx, namespaceID, id)
+}
+
+// ListAgents returns the Agents of a Namespace the caller may read.
+func (s *Service) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
+	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
+		return nil, err
+	}
+	return s.store.ListAgents(ctx, namespaceID)
+}
+
+// AgentPatch changes an Agent. The reference requires configurationId on
+// every PATCH; the name may change too.
+type AgentPatch struct {
+	ConfigurationID string
+	Name            *string
+}
+
+// UpdateAgent changes an active Agent's configuration (and name). It does
+// not deploy anything.
+func (s *Service) UpdateAgent(ctx context.Context, namespaceID, id string, p AgentPatch) (store.Agent, error) {
+	if !ids.Valid(ids.Configuration, p.ConfigurationID) {
+		return store.Agent{}, errkind.InvalidDetails("The configuration id is malformed.",
+			errkind.Detail{Path: "/configurationId", Code: errkind.DetailInvalidFormat})
+	}
+	if p.Name != nil {
+		if err := validateName("/name", *p.Name); err != nil {
+			return store.Agent{}, err
+		}
+	}
+	var out store.Agent
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		a, err := tx.GetAgent(ctx, namespaceID, id)
+		if err != nil {
+			return err
+		}
+		if a.Status != store.AgentActive {
+			return errAgentDeleting()
+		}
+		if _, err := tx.GetConfiguration(ctx, namespaceID, p.ConfigurationID); err != nil {
+			return err
+		}
+		a.ConfigurationID = p.ConfigurationID
+		if p.Name != nil {
+			a.Name = *p.Name
+		}
+		a.UpdatedAt = s.clock()
+		if out, err = tx.UpdateAgent(ctx, a); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionAgentUpdate, resAgent(out),
+			map[string]string{"name": out.Name, "configurationId": out.ConfigurationID})
+	})
+	return out, err
+}
+
+func errAgentDeleting() error {
+	return errkind.WithCode(errkind.Conflict, errkind.CodeAgentDeleting, "The Agent is being deleted.")
+}
+
+// Deploy snapshots the Agent's configuration into a new immutable revision,
+// asks for the Agent to run, and queues the deployment. The revision id is
+// the deployment id. The Namespace must be ready.
+func (s *Service) Deploy(ctx context.Context, namespaceID, id string) (store.Revision, error) {
+	var rev store.Revision
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		ns, err := tx.GetNamespace(ctx, namespaceID)
+		if err != nil {
+			return err
+		}
+		a, err := tx.GetAgent(ctx, namespaceID, id)
+		if err != nil {
+			return err
+		}
+		az, ok := tx.(*authz.Store)
+		if !ok {
+			return errkind.New(errkind.Internal, "service store is not the authorizing store")
+		}
+		if err := az.Authorize(ctx, store.ActionDeploy, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
+			return err
+		}
+		if a.Status != store.AgentActive {
+			return errAgentDeleting()
+		}
+		if ns.Status != store.NamespaceReady {
+			return errkind.WithCode(errkind.Conflict, errkind.CodeNamespaceNotReady, "The Namespace is not ready for deployments.")
+		}
+		cfg, err := tx.GetConfiguration(ctx, namespaceID, a.ConfigurationID)
+		if err != nil {
+			return err
+		}
+		now := s.clock()
+		rev, err = tx.CreateRevision(ctx, store.Revision{
+			ID: ids.New(ids.Revision), NamespaceID: namespaceID, AgentID: id,
+			ConfigurationID: cfg.ID, ConfigurationKind: cfg.Kind, ConfigurationGeneration: cfg.Generation,
+			Configuration: cfg.Document, ComputeDriverID: s.driverID, CreatedBy: actorID(ctx), CreatedAt: now,
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.SetAgentRuntimeState(ctx, namespaceID, id, store.RuntimeRunning, now); err != nil {
+			return err
+		}
+		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkRevisionDeploy, IdempotencyKey: DeploymentWorkKey(rev.ID),
+			NamespaceID: namespaceID, AgentID: id, RevisionID: rev.ID, ActorID: actorID(ctx),
+			State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
+		}); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionAgentDeploy, resAgent(a), map[string]string{"revisionId": rev.ID})
+	})
+	return rev, err
+}
+
+// DeploymentWorkKey is the idempotency key of a revision's deployment work.
+func DeploymentWorkKey(revisionID string) string { return revisionID + ":reconcile" }
+
+func actorID(ctx context.Context) string {
+	if s := authz.SubjectFrom(ctx); s != nil {
+		return s.ID
+	}
+	return ""
+}
+
+// Stop asks for the Agent's runtime to stop and queues the stop.
+func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent, error) {
+	var out store.Agent
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		a, err := tx.GetAgent(ctx, namespaceID, id)
+		if err != nil {
+			return err
+		}
+		az, ok := tx.(*authz.Store)
+		if !ok {
+			return errkind.New(errkind.Internal, "service store is not the authorizing store")
+		}
+		if err := az.Authorize(ctx, store.ActionOperate, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
+			return err
+		}
+		if a.Status != store.AgentActive {
+			return errAgentDeleting()
+		}
+		now := s.clock()
+		if out, err = tx.SetAgentRuntimeState(ctx, namespaceID, id, store.RuntimeStopped, now); err != nil {
+			return err
+		}
+		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkAgentStop, IdempotencyKey: id + ":stop:" + ids.New(""),
+			NamespaceID: namespaceID, AgentID: id, ActorID: actorID(ctx),
+			State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
+		}); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionAgentStop, resAgent(a), nil)
+	})
+	return out, err
+}
+
+// DeleteAgent starts the Agent's teardown: status deleting, desired
+// stopped, queued deployments cancelled, teardown queued. An Agent that
+// never activated a revision has its pending initial files erased at once,
+// without waiting for the worker. Repeating the call is idempotent.
+func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
+	var out store.Agent
+	err := s.store.InTx(ctx, func(tx store.Store) error {
+		a, err := tx.GetAgent(ctx, namespaceID, id)
+		if err != nil {
+			return err
+		}
+		now := s.clock()
+		if out, err = tx.MarkAgentDeleting(ctx, namespaceID, id, actorID(ctx), now); err != nil {
+			return err
+		}
+		if a.Status == store.AgentDeleting {
+			return nil // already deleting: nothing more to queue or audit
+		}
+		if _, err := tx.CancelAgentWork(ctx, namespaceID, id, []string{store.WorkRevisionDeploy, store.WorkAgentStop}, now); err != nil {
+			return err
+		}
+		if a.ActiveRevisionID == "" {
+			if _, err := tx.DeleteWorkspaceSetup(ctx, namespaceID, id); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkAgentDelete, IdempotencyKey: id + ":delete",
+			NamespaceID: namespaceID, AgentID: id, ActorID: actorID(ctx),
+			State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
+		}); err != nil {
+			return err
+		}
+		return s.audit.Mutation(ctx, tx, ActionAgentDelete, resAgent(a), map[string]string{"name": a.Name})
+	})
+	return out, err
+}

@@ -1,0 +1,106 @@
+package occ
+
+import (
+	"context"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Deployment states as the API reports them.
+const (
+	DeploymentQueued    = "queued"    // waiting; no live worker claim
+	DeploymentRunning   = "running"   // a worker holds a live claim
+	DeploymentSucceeded = "succeeded" // activated
+	DeploymentFailed    = "failed"    // ended without activating
+)
+
+// DeploymentError is why a deployment failed.
+type DeploymentError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// DeploymentProgress says what the last unfinished attempt saw and when the
+// next one is due.
+type DeploymentProgress struct {
+	LastAttempt   *store.WorkAttempt `json:"lastAttempt,omitempty"`
+	NextAttemptAt *time.Time         `json:"nextAttemptAt,omitempty"`
+	Attempts      int                `json:"attempts"`
+}
+
+// Deployment is the status of one revision's deployment.
+type Deployment struct {
+	ID          string              `json:"id"`
+	NamespaceID string              `json:"namespaceId"`
+	AgentID     string              `json:"agentId"`
+	Revision    int64               `json:"revision"`
+	Status      string              `json:"status"`
+	Error       *DeploymentError    `json:"error"`
+	Progress    *DeploymentProgress `json:"progress"`
+	CreatedAt   time.Time           `json:"createdAt"`
+	UpdatedAt   time.Time           `json:"updatedAt"`
+}
+
+// GetDeployment reports a deployment's status from its work item.
+func (s *Service) GetDeployment(ctx context.Context, namespaceID, agentID, revisionID string) (Deployment, error) {
+	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
+		return Deployment{}, err
+	}
+	if _, err := s.store.GetAgent(ctx, namespaceID, agentID); err != nil {
+		return Deployment{}, err
+	}
+	rev, err := s.store.GetRevision(ctx, namespaceID, agentID, revisionID)
+	if err != nil {
+		return Deployment{}, err
+	}
+	w, err := s.store.GetWorkByKey(ctx, DeploymentWorkKey(rev.ID))
+	if err != nil {
+		if errkind.Is(err, errkind.NotFound) {
+			return Deployment{}, errkind.New(errkind.NotFound, "The requested resource was not found.")
+		}
+		return Deployment{}, err
+	}
+	return deploymentFrom(rev, w, s.clock()), nil
+}
+
+func deploymentFrom(rev store.Revision, w store.WorkItem, now time.Time) Deployment {
+	d := Deployment{ID: rev.ID, NamespaceID: rev.NamespaceID, AgentID: rev.AgentID, Revision: rev.Number,
+		CreatedAt: rev.CreatedAt, UpdatedAt: w.UpdatedAt}
+	switch w.State {
+	case store.WorkSucceeded:
+		d.Status = DeploymentSucceeded
+	case store.WorkFailedPermanent, store.WorkCancelled:
+		d.Status = DeploymentFailed
+		d.Error = &DeploymentError{Code: w.ReasonCode, Message: w.LastError}
+		if d.Error.Code == "" {
+			d.Error.Code = "CANCELLED"
+		}
+	case store.WorkRunning:
+		if w.LeaseExpiresAt.After(now) {
+			d.Status = DeploymentRunning
+		} else {
+			d.Status = DeploymentQueued
+		}
+	default:
+		d.Status = DeploymentQueued
+	}
+	if d.Status == DeploymentQueued || d.Status == DeploymentRunning {
+		p := &DeploymentProgress{LastAttempt: w.LastAttempt, Attempts: w.Attempts}
+		if d.Status == DeploymentQueued && w.Attempts > 0 {
+			at := w.AvailableAt
+			p.NextAttemptAt = &at
+		}
+		d.Progress = p
+	}
+	return d
+}
+
+// ListRevisions returns the Agent's revisions the caller may read.
+func (s *Service) ListRevisions(ctx context.Context, namespaceID, agentID string) ([]store.Revision, error) {
+	if _, err := s.store.GetAgent(ctx, namespaceID, agentID); err != nil {
+		return nil, err
+	}
+	return s.store.ListRevisions(ctx, namespaceID, agentID)
+}

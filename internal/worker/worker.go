@@ -1,0 +1,481 @@
+// Package worker owns the deployment worker: it claims work items from the
+// durable queue with a lease, reconciles each one level-based through the
+// Compute driver (Namespaces ready, revisions prepared and activated,
+// Agents stopped and torn down), and records the outcome.
+//
+// Failure semantics: a driver error wrapped with compute.Permanent ends the
+// work as failed_permanent with its code; any other error, or a revision
+// that is not ready yet, requeues the work with a backoff and records the
+// attempt as deployment progress. A worker that dies or loses its lease
+// simply stops; another worker claims the item once the lease expires and
+// starts again from the current state (every driver verb is idempotent).
+// The activation transaction re-checks the claim, so a worker whose lease
+// was taken over can never activate.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Options configure a Worker. Zero values take the defaults.
+type Options struct {
+	// Lease is how long a claim lives without renewal (default 30s). The
+	// worker renews it every Lease/3 while it works.
+	Lease time.Duration
+	// Poll is the idle wait between empty claims (default 500ms).
+	Poll time.Duration
+	// CallTimeout bounds each driver call (default 10 minutes: a real
+	// gateway start with native setup takes tens of seconds).
+	CallTimeout time.Duration
+	// MaxAttempts ends work that keeps failing with a retryable error
+	// (default 200). Pending readiness does not count towards it.
+	MaxAttempts int
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// Worker processes the work queue.
+type Worker struct {
+	store  store.Store // the authorizing store
+	driver compute.Driver
+	o      Options
+}
+
+// New returns a worker over the authorizing store st and driver d.
+func New(st store.Store, d compute.Driver, o Options) *Worker {
+	if o.Lease == 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.Poll == 0 {
+		o.Poll = 500 * time.Millisecond
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 10 * time.Minute
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 200
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Worker{store: st, driver: d, o: o}
+}
+
+func (w *Worker) now() time.Time { return w.o.Now().UTC().Truncate(time.Microsecond) }
+
+// systemCtx runs as the worker's system subject, limited to the store
+// methods the worker needs.
+func systemCtx(ctx context.Context) context.Context {
+	return authz.WithSubject(ctx, authz.SystemSubject(authz.SystemWorker))
+}
+
+// Run processes work until ctx ends. Store errors are logged and retried
+// after the poll interval; they never stop the loop.
+func (w *Worker) Run(ctx context.Context) error {
+	for {
+		did, err := w.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.o.Logger.Error("worker: claim failed", "error", err)
+		}
+		if did && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.o.Poll):
+		}
+	}
+}
+
+// RunOnce claims and processes at most one item. It reports whether it
+// found one.
+func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
+	ctx = systemCtx(ctx)
+	token := newToken()
+	item, ok, err := w.store.ClaimWork(ctx, store.Claim{Token: token, Now: w.now(), Lease: w.o.Lease})
+	if err != nil || !ok {
+		return false, err
+	}
+	w.process(ctx, item)
+	return true, nil
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails since Go 1.24
+	return hex.EncodeToString(b[:])
+}
+
+// process works on a claimed item, renewing the lease meanwhile. If the
+// lease cannot be renewed the work context is cancelled: someone else may
+// own the item now.
+func (w *Worker) process(ctx context.Context, item store.WorkItem) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(w.o.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := w.store.RenewWork(ctx, item.ID, item.ClaimToken, w.now().Add(w.o.Lease)); err != nil {
+					w.o.Logger.Warn("worker: lease lost", "work", item.ID, "error", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	log := w.o.Logger.With("work", item.ID, "kind", item.Kind, "attempt", item.Attempts)
+	out := w.reconcile(wctx, item)
+	w.record(ctx, item, out, log)
+}
+
+// outcome is what one reconcile pass concluded.
+type outcome struct {
+	state   store.WorkState // succeeded, failed_permanent, cancelled; empty: retry
+	code    string
+	message string
+	pending bool // retry because not ready yet (not an error)
+	// finished: the reconcile already ended the item itself (activation,
+	// deletion); nothing to record.
+	finished bool
+	err      error
+}
+
+func succeeded() outcome { return outcome{state: store.WorkSucceeded} }
+
+func cancelled(code, msg string) outcome {
+	return outcome{state: store.WorkCancelled, code: code, message: msg}
+}
+
+func failed(code, msg string) outcome {
+	return outcome{state: store.WorkFailedPermanent, code: code, message: msg}
+}
+
+// fromDriver classifies a driver error.
+func fromDriver(err error, code string) outcome {
+	if p, ok := compute.AsPermanent(err); ok {
+		return failed(p.Code, publicMessage(p.Code))
+	}
+	return outcome{code: code, message: "The runtime backend did not complete the step; it will be retried.", err: err}
+}
+
+// publicMessage is a fixed, content-free message per failure code: driver
+// error text can carry paths or output and never reaches the API.
+func publicMessage(code string) string {
+	switch code {
+	case compute.CodeWorkspaceSetupUnsupported:
+		return "The Compute driver cannot initialize workspace files; the pending setup is kept."
+	case compute.CodeWorkspaceSetupFailed:
+		return "Workspace initialization failed."
+	case compute.CodeConfigurationInvalid:
+		return "The configuration cannot run on this Compute driver."
+	default:
+		return "The deployment failed permanently."
+	}
+}
+
+// record writes the outcome: finish, or requeue with backoff.
+func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, log *slog.Logger) {
+	if out.finished {
+		return
+	}
+	now := w.now()
+	if out.state == "" && !out.pending && item.Attempts >= w.o.MaxAttempts {
+		out = failed("RETRIES_EXHAUSTED", "The deployment kept failing and was given up.")
+	}
+	var err error
+	if out.state != "" {
+		err = w.store.FinishWork(ctx, item.ID, item.ClaimToken, out.state, out.code, out.message, now)
+		log.Info("worker: work finished", "state", out.state, "code", out.code)
+	} else {
+		delay := w.backoff(item, out.pending, now)
+		if out.err != nil {
+			log.Warn("worker: attempt failed; retrying", "code", out.code, "error", out.err, "retryIn", delay)
+		}
+		err = w.store.RetryWork(ctx, item.ID, item.ClaimToken, now.Add(delay),
+			store.WorkAttempt{Code: out.code, Message: out.message, At: now})
+	}
+	if err != nil {
+		// Claim lost or store down: the lease expiry hands the item to the
+		// next worker, which starts over from the current state.
+		log.Warn("worker: could not record outcome", "error", err)
+	}
+}
+
+// backoff: readiness is rechecked from 500 ms growing to 5 s with the age of
+// the work (age/40); errors back off exponentially from 1 s to 1 min.
+func (w *Worker) backoff(item store.WorkItem, pending bool, now time.Time) time.Duration {
+	if pending {
+		d := now.Sub(item.CreatedAt) / 40
+		return min(max(d, 500*time.Millisecond), 5*time.Second)
+	}
+	d := time.Second
+	for i := 1; i < item.Attempts && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// call bounds one driver call.
+func (w *Worker) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, w.o.CallTimeout)
+}
+
+func (w *Worker) reconcile(ctx context.Context, item store.WorkItem) outcome {
+	switch item.Kind {
+	case store.WorkNamespaceReconcile:
+		return w.reconcileNamespace(ctx, item)
+	case store.WorkNamespaceDelete:
+		return w.deleteNamespace(ctx, item)
+	case store.WorkRevisionDeploy:
+		return w.deploy(ctx, item)
+	case store.WorkAgentStop:
+		return w.stop(ctx, item)
+	case store.WorkAgentDelete:
+		return w.deleteAgent(ctx, item)
+	}
+	return failed("UNKNOWN_WORK_KIND", fmt.Sprintf("Unknown work kind %q.", item.Kind))
+}
+
+func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) outcome {
+	ns, err := w.store.GetNamespace(ctx, item.NamespaceID)
+	if errkind.Is(err, errkind.NotFound) {
+		return cancelled("NAMESPACE_NOT_FOUND", "The Namespace no longer exists.")
+	}
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	if ns.Status != store.NamespaceProvisioning {
+		return succeeded() // ready already, or being deleted: nothing to do
+	}
+	cctx, cancel := w.call(ctx)
+	err = w.driver.EnsureNamespace(cctx, compute.Namespace{ID: ns.ID, Name: ns.Name})
+	cancel()
+	if err != nil {
+		out := fromDriver(err, "COMPUTE_UNAVAILABLE")
+		if out.state == store.WorkFailedPermanent {
+			if err := w.store.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceFailed, w.now()); err != nil {
+				return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+			}
+		}
+		return out
+	}
+	if err := w.store.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	return succeeded()
+}
+
+func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outcome {
+	ns, err := w.store.GetNamespace(ctx, item.NamespaceID)
+	if errkind.Is(err, errkind.NotFound) {
+		return succeeded()
+	}
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	cctx, cancel := w.call(ctx)
+	err = w.driver.DeleteNamespace(cctx, compute.Namespace{ID: ns.ID, Name: ns.Name})
+	cancel()
+	if err != nil {
+		return fromDriver(err, "COMPUTE_UNAVAILABLE")
+	}
+	err = w.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.FinishWork(ctx, item.ID, item.ClaimToken, store.WorkSucceeded, "", "", w.now()); err != nil {
+			return err
+		}
+		return tx.DeleteNamespace(ctx, ns.ID)
+	})
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The Namespace could not be removed.", err: err}
+	}
+	return outcome{finished: true}
+}
+
+// revisionOf converts a stored revision for the driver.
+func revisionOf(r store.Revision, agentName string) compute.Revision {
+	return compute.Revision{ID: r.ID, NamespaceID: r.NamespaceID, AgentID: r.AgentID, AgentName: agentName,
+		Number: r.Number, ConfigurationID: r.ConfigurationID, ConfigurationGeneration: r.ConfigurationGeneration,
+		Configuration: r.Configuration}
+}
+
+// deploy prepares and activates one revision. Order: the setup capability
+// check (before anything touches the backend), prepare until ready,
+// driver activation, then the activation transaction, then retirement of
+// older revisions.
+func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
+	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
+	if errkind.Is(err, errkind.NotFound) {
+		return cancelled("AGENT_NOT_FOUND", "The Agent no longer exists.")
+	}
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	if agent.Status != store.AgentActive {
+		return cancelled(errkind.CodeAgentDeleting, "The Agent is being deleted.")
+	}
+	rev, err := w.store.GetRevision(ctx, item.NamespaceID, item.AgentID, item.RevisionID)
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	var rc compute.RevisionContext
+	setup, err := w.store.GetWorkspaceSetup(ctx, item.NamespaceID, item.AgentID)
+	switch {
+	case errkind.Is(err, errkind.NotFound):
+	case err != nil:
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	default:
+		if !w.driver.Capabilities().WorkspaceSetup {
+			return failed(compute.CodeWorkspaceSetupUnsupported, publicMessage(compute.CodeWorkspaceSetupUnsupported))
+		}
+		rc.WorkspaceSetup = &compute.WorkspaceSetup{ID: setup.ID, NamespaceID: setup.NamespaceID, AgentID: setup.AgentID,
+			DefaultsID: setup.DefaultsID, Files: setup.Files, Completed: setup.Completed}
+	}
+	crev := revisionOf(rev, agent.Name)
+
+	cctx, cancel := w.call(ctx)
+	res, err := w.driver.PrepareRevision(cctx, crev, rc)
+	cancel()
+	if err != nil {
+		return fromDriver(err, "PREPARE_FAILED")
+	}
+	if !res.Ready {
+		reason := res.PendingReason
+		if reason == "" {
+			reason = "REVISION_INCOMPLETE"
+		}
+		return outcome{pending: true, code: reason, message: res.Message}
+	}
+	cctx, cancel = w.call(ctx)
+	err = w.driver.ActivateRevision(cctx, crev, rc)
+	cancel()
+	if err != nil {
+		return fromDriver(err, "ACTIVATION_FAILED")
+	}
+	act := store.Activation{NamespaceID: rev.NamespaceID, AgentID: rev.AgentID, RevisionID: rev.ID,
+		WorkID: item.ID, ClaimToken: item.ClaimToken, Now: w.now()}
+	if rc.WorkspaceSetup != nil && !rc.WorkspaceSetup.Completed {
+		act.SetupID = rc.WorkspaceSetup.ID
+	}
+	if err := w.store.ActivateRevision(ctx, act); err != nil {
+		if errkind.Is(err, errkind.Conflict) {
+			// The claim was taken over or the Agent changed under us: the
+			// current owner of the work decides; we stop here.
+			w.o.Logger.Warn("worker: activation refused", "work", item.ID, "error", err)
+			return outcome{finished: true}
+		}
+		return outcome{code: "ACTIVATION_FAILED", message: "The activation could not be recorded.", err: err}
+	}
+	w.retireOlder(ctx, rev, agent.Name)
+	return outcome{finished: true}
+}
+
+// retireOlder retires every revision older than rev. It is best effort:
+// drivers never remove a newer revision's resources, and a failure here
+// leaves a stopped old runtime that the next deployment or the Agent's
+// deletion retires again.
+func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName string) {
+	revs, err := w.store.ListRevisions(ctx, rev.NamespaceID, rev.AgentID)
+	if err != nil {
+		w.o.Logger.Warn("worker: list revisions for retirement", "error", err)
+		return
+	}
+	for _, old := range revs {
+		if old.Number >= rev.Number {
+			continue
+		}
+		cctx, cancel := w.call(ctx)
+		err := w.driver.RetireRevision(cctx, revisionOf(old, agentName))
+		cancel()
+		if err != nil {
+			w.o.Logger.Warn("worker: retire old revision", "revision", old.ID, "error", err)
+		}
+	}
+}
+
+func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
+	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
+	if errkind.Is(err, errkind.NotFound) {
+		return cancelled("AGENT_NOT_FOUND", "The Agent no longer exists.")
+	}
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	revs, err := w.store.ListRevisions(ctx, item.NamespaceID, item.AgentID)
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	for _, r := range revs {
+		cctx, cancel := w.call(ctx)
+		err := w.driver.StopRevision(cctx, revisionOf(r, agent.Name))
+		cancel()
+		if err != nil {
+			return fromDriver(err, "STOP_FAILED")
+		}
+	}
+	return succeeded()
+}
+
+// deleteAgent retires every revision, removes the Agent's runtime storage
+// and credentials, then removes the Agent (and with it this work item).
+func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
+	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
+	if errkind.Is(err, errkind.NotFound) {
+		return succeeded()
+	}
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	revs, err := w.store.ListRevisions(ctx, item.NamespaceID, item.AgentID)
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	for _, r := range revs {
+		cctx, cancel := w.call(ctx)
+		err := w.driver.RetireRevision(cctx, revisionOf(r, agent.Name))
+		cancel()
+		if err != nil {
+			return fromDriver(err, "RETIRE_FAILED")
+		}
+	}
+	cctx, cancel := w.call(ctx)
+	err = w.driver.DeleteAgent(cctx, compute.Agent{ID: agent.ID, NamespaceID: agent.NamespaceID, Name: agent.Name})
+	cancel()
+	if err != nil {
+		return fromDriver(err, "DELETE_FAILED")
+	}
+	err = w.store.InTx(ctx, func(tx store.Store) error {
+		if err := tx.FinishWork(ctx, item.ID, item.ClaimToken, store.WorkSucceeded, "", "", w.now()); err != nil {
+			return err
+		}
+		return tx.DeleteAgent(ctx, agent.NamespaceID, agent.ID)
+	})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return outcome{finished: true}
+		}
+		return outcome{code: "STORE_UNAVAILABLE", message: "The Agent could not be removed.", err: err}
+	}
+	return outcome{finished: true}
+}
