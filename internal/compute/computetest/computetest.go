@@ -1,0 +1,285 @@
+package computetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/ids"
+)
+
+// Harness tells the suite how to build and observe one driver.
+type Harness struct {
+	// New returns a driver for one case. It is called once per case, from
+	// parallel subtests, and may register its own t.Cleanup (which runs
+	// after the case's cleanup). Required.
+	New func(t *testing.T) compute.Driver
+	// Configuration is a minimal valid native OpenClaw configuration for
+	// this driver, used for every revision. Empty means `{}`.
+	Configuration json.RawMessage
+	// Timeout is each case's deadline, shared by all of its steps
+	// including polling for readiness; cleanup gets another one. Zero
+	// means DefaultTimeout.
+	Timeout time.Duration
+	// SkipRunning skips the cases that need PrepareRevision to become
+	// ready (see the package documentation), for backends where no runtime
+	// can really run.
+	SkipRunning bool
+	// Inspect looks behind the interface; every hook is optional.
+	Inspect Inspect
+}
+
+// Inspect reads what a driver left on its backend, for checks the
+// interface cannot express.
+type Inspect struct {
+	// WorkspaceFile returns the content of the named file in the durable
+	// workspace of rev's Agent, as driver d wrote it, and whether it
+	// exists. Used only when the driver declares WorkspaceSetup.
+	WorkspaceFile func(t *testing.T, d compute.Driver, rev compute.Revision, name string) (content string, ok bool)
+	// Serving reports whether rev is running and is its Agent's serving
+	// revision (the one inbound routing reaches), as driver d sees it on
+	// the backend. Without it the suite can only probe through the
+	// interface, and PrepareRevision would restart a runtime that a
+	// faulty RetireRevision stopped.
+	Serving func(t *testing.T, d compute.Driver, rev compute.Revision) bool
+}
+
+// DefaultTimeout is the per-case deadline when Harness.Timeout is zero. It
+// is sized for real runtimes (pulling nothing, starting a gateway).
+const DefaultTimeout = 2 * time.Minute
+
+// promptBound is how long a call with a cancelled context may take.
+const promptBound = 5 * time.Second
+
+// testCase is one independent check.
+type testCase struct {
+	name string
+	// running: the case needs a runtime that becomes ready.
+	running bool
+	// setup: the case needs Capabilities.WorkspaceSetup.
+	setup bool
+	run   func(t *testing.T, f *fixture)
+}
+
+// Run runs every case as a parallel subtest of t.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("computetest: Harness.New is nil")
+	}
+	if len(h.Configuration) == 0 {
+		h.Configuration = json.RawMessage(`{}`)
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultTimeout
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		if seen[c.name] {
+			t.Fatalf("computetest: duplicate case name %q", c.name)
+		}
+		seen[c.name] = true
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if c.running && h.SkipRunning {
+				t.Skip("needs a runtime that becomes ready; Harness.SkipRunning is set")
+			}
+			f := newFixture(t, h)
+			if c.setup && !f.caps.WorkspaceSetup {
+				t.Skipf("driver %s does not declare WorkspaceSetup", f.d.ID())
+			}
+			c.run(t, f)
+		})
+	}
+}
+
+// fixture is one case's driver, Namespace and Agent. Revisions made with
+// revision are retired in cleanup.
+type fixture struct {
+	t     *testing.T
+	h     Harness
+	d     compute.Driver
+	caps  compute.Capabilities
+	ns    compute.Namespace
+	agent compute.Agent
+	cfgID string
+	revs  []compute.Revision
+	// caseCtx bounds every step; cleanup has its own.
+	caseCtx context.Context
+}
+
+func newFixture(t *testing.T, h Harness) *fixture {
+	d := h.New(t)
+	if d == nil {
+		t.Fatal("computetest: Harness.New returned nil")
+	}
+	ns := compute.Namespace{ID: ids.New(ids.Namespace)}
+	ns.Name = shortName(ns.ID)
+	a := compute.Agent{ID: ids.New(ids.Agent), NamespaceID: ns.ID}
+	a.Name = shortName(a.ID)
+	caseCtx, cancel := context.WithTimeout(t.Context(), h.Timeout)
+	f := &fixture{
+		t: t, h: h, d: d, caps: d.Capabilities(), ns: ns, agent: a, cfgID: ids.New(ids.Configuration),
+		caseCtx: caseCtx,
+	}
+	t.Cleanup(f.cleanup)
+	t.Cleanup(cancel)
+	return f
+}
+
+// shortName is a DNS-label-safe name derived from an id: "ct-" and the
+// first eight hex digits of its UUID.
+func shortName(id string) string {
+	_, uuid, _ := strings.Cut(id, "_")
+	return "ct-" + uuid[:8]
+}
+
+// cleanup retires every revision the case used (oldest first, as the
+// worker does), then deletes the Agent and the Namespace. It runs on its
+// own context because the test's context is already cancelled.
+func (f *fixture) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), f.h.Timeout)
+	defer cancel()
+	for _, rev := range f.revs {
+		if err := f.d.RetireRevision(ctx, rev); err != nil {
+			f.t.Errorf("cleanup: RetireRevision(%s #%d): %v", rev.ID, rev.Number, err)
+		}
+	}
+	if err := f.d.DeleteAgent(ctx, f.agent); err != nil {
+		f.t.Errorf("cleanup: DeleteAgent(%s): %v", f.agent.ID, err)
+	}
+	if err := f.d.DeleteNamespace(ctx, f.ns); err != nil {
+		f.t.Errorf("cleanup: DeleteNamespace(%s): %v", f.ns.ID, err)
+	}
+}
+
+// ctx returns the case's context: one deadline, Harness.Timeout, for all
+// of its steps.
+func (f *fixture) ctx() context.Context { return f.caseCtx }
+
+// revision returns the Agent's revision number n, to be retired in cleanup.
+func (f *fixture) revision(n int64) compute.Revision {
+	rev := compute.Revision{
+		ID: ids.New(ids.Revision), NamespaceID: f.ns.ID, AgentID: f.agent.ID, AgentName: f.agent.Name,
+		Number: n, ConfigurationID: f.cfgID, ConfigurationGeneration: n,
+		Configuration: bytes.Clone(f.h.Configuration),
+	}
+	f.revs = append(f.revs, rev)
+	return rev
+}
+
+func (f *fixture) ensureNamespace() {
+	f.t.Helper()
+	must(f.t, "EnsureNamespace", f.d.EnsureNamespace(f.ctx(), f.ns))
+}
+
+// prepareOnce calls PrepareRevision once; Ready=false is fine but must
+// carry a PendingReason.
+func (f *fixture) prepareOnce(rev compute.Revision, rc compute.RevisionContext) compute.PrepareResult {
+	f.t.Helper()
+	res, err := f.d.PrepareRevision(f.ctx(), rev, rc)
+	must(f.t, fmt.Sprintf("PrepareRevision(#%d)", rev.Number), err)
+	checkPending(f.t, rev, res)
+	return res
+}
+
+// prepareReady polls PrepareRevision until it answers Ready, as the worker
+// does: Ready=false and retryable errors mean "call again later", a
+// permanent error or the case's deadline ends the case.
+func (f *fixture) prepareReady(rev compute.Revision, rc compute.RevisionContext) {
+	f.t.Helper()
+	ctx := f.ctx()
+	start, wait := time.Now(), 10*time.Millisecond
+	var last string
+	for {
+		res, err := f.d.PrepareRevision(ctx, rev, rc)
+		switch p, permanent := compute.AsPermanent(err); {
+		case permanent:
+			f.t.Fatalf("PrepareRevision(#%d): permanent failure %s: %v", rev.Number, p.Code, err)
+		case err != nil:
+			last = fmt.Sprintf("error %v", err)
+		case res.Ready:
+			return
+		default:
+			checkPending(f.t, rev, res)
+			last = fmt.Sprintf("pending %s: %s", res.PendingReason, res.Message)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.t.Fatalf("PrepareRevision(#%d) not ready after %s (case deadline %s); last answer: %s",
+				rev.Number, time.Since(start).Round(time.Millisecond), f.h.Timeout, last)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// activate prepares rev until ready and activates it.
+func (f *fixture) activate(rev compute.Revision, rc compute.RevisionContext) {
+	f.t.Helper()
+	f.prepareReady(rev, rc)
+	must(f.t, fmt.Sprintf("ActivateRevision(#%d)", rev.Number), f.d.ActivateRevision(f.ctx(), rev, rc))
+}
+
+// checkEndpoint checks Endpoint for rev against Capabilities.LiveFiles.
+func (f *fixture) checkEndpoint(rev compute.Revision) {
+	f.t.Helper()
+	ep, err := f.d.Endpoint(f.ctx(), rev)
+	if !f.caps.LiveFiles {
+		if !errors.Is(err, compute.ErrNoEndpoint) {
+			f.t.Errorf("Endpoint(#%d) without LiveFiles = %+v, %v; want an error wrapping ErrNoEndpoint", rev.Number, ep, err)
+		}
+		return
+	}
+	if err != nil {
+		f.t.Errorf("Endpoint(#%d) with LiveFiles: %v", rev.Number, err)
+		return
+	}
+	if msg := endpointProblem(ep); msg != "" {
+		f.t.Errorf("Endpoint(#%d) = %+v: %s", rev.Number, ep, msg)
+	}
+}
+
+// checkServing compares Inspect.Serving for rev with want, when the
+// harness has it.
+func (f *fixture) checkServing(what string, rev compute.Revision, want bool) {
+	f.t.Helper()
+	if f.h.Inspect.Serving == nil {
+		return
+	}
+	if got := f.h.Inspect.Serving(f.t, f.d, rev); got != want {
+		f.t.Errorf("%s: revision #%d serving = %t, want %t", what, rev.Number, got, want)
+	}
+}
+
+func checkPending(t *testing.T, rev compute.Revision, res compute.PrepareResult) {
+	t.Helper()
+	if !res.Ready && res.PendingReason == "" {
+		t.Errorf("PrepareRevision(#%d) = %+v: not ready without a PendingReason", rev.Number, res)
+	}
+}
+
+// must fails the case on an error from a step that has to succeed.
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// check reports a difference between want and got.
+func check(t *testing.T, what string, want, got any) {
+	t.Helper()
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
