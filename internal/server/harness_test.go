@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,6 +40,8 @@ type env struct {
 	clock *clock
 	admin cred
 	store store.Store
+	// transcript holds every response body and header, for leak searches.
+	transcript bytes.Buffer
 }
 
 // cred is how a test request authenticates: a session cookie, an API key,
@@ -67,8 +70,15 @@ type envelope struct {
 
 func newEnv(t *testing.T, st store.Store) *env {
 	t.Helper()
+	return newEnvWith(t, st, server.Options{})
+}
+
+// newEnvWith builds an env with extra server options (driver, worker).
+func newEnvWith(t *testing.T, st store.Store, o server.Options) *env {
+	t.Helper()
 	c := newClock()
-	srv := server.New(server.Options{Store: st, PublicOrigin: testOrigin, Now: c.Now})
+	o.Store, o.PublicOrigin, o.Now = st, testOrigin, c.Now
+	srv := server.New(o)
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -116,6 +126,10 @@ func (e *env) do(method, path string, body any, c cred) (int, envelope, *httptes
 	}
 	rec := httptest.NewRecorder()
 	e.srv.Handler().ServeHTTP(rec, req)
+	e.transcript.Write(rec.Body.Bytes())
+	for k, v := range rec.Header() {
+		fmt.Fprintf(&e.transcript, "%s: %v\n", k, v)
+	}
 	var env envelope
 	if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
 		e.t.Fatalf("%s %s: reply is not JSON: %v: %q", method, path, err, rec.Body.String())

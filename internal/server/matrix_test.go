@@ -22,7 +22,15 @@ type fixture struct {
 	ns1, ns2 string
 	cfg1     string
 	target   string // a service principal with no grants, for key issuance
+	agent1   string
+	rev1     string
 	n        int
+}
+
+func (f *fixture) agent() string {
+	var a idOnly
+	f.e.must("POST", "/namespaces/"+f.ns1+"/agents", map[string]any{"name": fmt.Sprintf("agent-%d", f.seq()), "configurationId": f.cfg1}, f.e.admin, 201, &a)
+	return a.ID
 }
 
 func (f *fixture) seq() int { f.n++; return f.n }
@@ -103,8 +111,36 @@ func matrixRoutes() map[string]matrixRoute {
 			}},
 		"GET /namespaces/{ns}": {perm: perm(store.ActionRead, store.KindNamespace), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
 			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1, nil }},
-		"DELETE /namespaces/{ns}": {perm: perm(store.ActionDelete, store.KindNamespace), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+		"DELETE /namespaces/{ns}": {perm: perm(store.ActionDelete, store.KindNamespace), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) { return "/namespaces/" + f.namespace(), nil }},
+
+		"GET /namespaces/{ns}/agents": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents", nil }},
+		"POST /namespaces/{ns}/agents": {perm: perm(store.ActionCreate, store.KindAgent), ok: 201, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/agents", map[string]any{"name": fmt.Sprintf("a-%d", f.seq()), "configurationId": f.cfg1}
+			}},
+		"GET /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1, nil }},
+		"PATCH /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionUpdate, store.KindAgent), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1, map[string]any{"configurationId": f.cfg1}
+			}},
+		"DELETE /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionDelete, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent(), nil }},
+		"POST /namespaces/{ns}/agents/{agentId}/deploy": {perm: perm(store.ActionDeploy, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deploy", nil }},
+		"POST /namespaces/{ns}/agents/{agentId}/stop": {perm: perm(store.ActionOperate, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/stop", nil }},
+		"GET /namespaces/{ns}/agents/{agentId}/revisions": {perm: perm(store.ActionRead, store.KindAgentRevision), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/revisions", nil
+			}},
+		"GET /namespaces/{ns}/agents/{agentId}/deployments/{deploymentId}": {perm: perm(store.ActionRead, store.KindAgentRevision), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deployments/" + f.rev1, nil
+			}},
+		"GET /workspace-defaults": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/workspace-defaults")},
 
 		"GET /namespaces/{ns}/configurations": {perm: perm(store.ActionRead, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
 			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/configurations", nil }},
@@ -182,6 +218,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		f.ns1, f.ns2 = f.namespace(), f.namespace()
 		f.cfg1 = f.configuration()
 		f.target = f.servicePrincipal()
+		// The worker makes the Namespaces ready so that deploy is allowed.
+		for i := 0; i < 10; i++ {
+			if _, err := e.srv.Worker.RunOnce(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.agent1 = f.agent()
+		var rev idOnly
+		e.must("POST", "/namespaces/"+f.ns1+"/agents/"+f.agent1+"/deploy", nil, e.admin, 202, &rev)
+		f.rev1 = rev.ID
 
 		_, noGrant := e.user("nogrant@example.com", "")
 		_, granted := e.user("granted@example.com", authz.RoleAdministratorID)

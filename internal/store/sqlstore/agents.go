@@ -1,0 +1,281 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// This file: Agents and their private workspace setup records.
+
+const agentColumns = `id, namespace_id, name, configuration_id, status, desired_runtime_state,
+	active_revision_id, deletion_requested_by, created_at, updated_at`
+
+func scanAgent(r rowScanner) (store.Agent, error) {
+	var a store.Agent
+	var status, runtime string
+	err := r.Scan(&a.ID, &a.NamespaceID, &a.Name, &a.ConfigurationID, &status, &runtime,
+		optStringCol{&a.ActiveRevisionID}, optStringCol{&a.DeletionRequestedBy},
+		timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
+	a.Status, a.DesiredRuntimeState = store.AgentStatus(status), store.RuntimeState(runtime)
+	return a, err
+}
+
+// CreateAgent inserts the Agent and, when setup is non-nil, its pending
+// workspace setup, in one transaction (joining the caller's, if any): either
+// both exist afterwards or neither does. The setup's NamespaceID and AgentID
+// default to the Agent's and must match it when given. The Namespace must
+// exist (NotFound) and be provisioning or ready (Conflict
+// NAMESPACE_NOT_READY); its row stays share-locked until commit so that
+// MarkNamespaceDeleting cannot pass its emptiness check meanwhile.
+func (s *Store) CreateAgent(ctx context.Context, a store.Agent, setup *store.WorkspaceSetup) error {
+	var ws store.WorkspaceSetup
+	if setup != nil {
+		ws = *setup
+		if ws.NamespaceID == "" {
+			ws.NamespaceID = a.NamespaceID
+		}
+		if ws.AgentID == "" {
+			ws.AgentID = a.ID
+		}
+		if ws.NamespaceID != a.NamespaceID || ws.AgentID != a.ID {
+			return errkind.New(errkind.Invalid, "the workspace setup belongs to a different agent")
+		}
+	}
+	return s.inTx(ctx, func(tx *Store) error {
+		status, err := tx.lockNamespaceForInsert(ctx, "create agent", a.NamespaceID)
+		if err != nil {
+			return err
+		}
+		if status != store.NamespaceProvisioning && status != store.NamespaceReady {
+			return conflict(errkind.CodeNamespaceNotReady, "agents can only be created in a provisioning or ready namespace", nil)
+		}
+		_, err = tx.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.NamespaceID, a.Name, a.ConfigurationID, string(a.Status), string(a.DesiredRuntimeState),
+			nullString(a.ActiveRevisionID), nullString(a.DeletionRequestedBy), tx.t(a.CreatedAt), tx.t(a.UpdatedAt))
+		if err != nil && tx.d.classify(err) == failUnique {
+			return conflict("", "an agent with this name or id already exists in the namespace", err)
+		}
+		if err != nil && tx.d.classify(err) == failForeignKey {
+			return conflict("", "the agent's configuration does not exist in its namespace", err)
+		}
+		if err != nil {
+			return tx.dbErr("create agent", err)
+		}
+		if setup == nil {
+			return nil
+		}
+		return tx.insertWorkspaceSetup(ctx, ws)
+	})
+}
+
+func (s *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
+	a, err := scanAgent(s.queryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE namespace_id = ? AND id = ?`, namespaceID, id))
+	return a, s.getErr("get agent", "agent", err)
+}
+
+// ListAgents returns the Namespace's Agents, oldest first.
+func (s *Store) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
+	return list(ctx, s, "list agents", scanAgent,
+		`SELECT `+agentColumns+` FROM agents WHERE namespace_id = ? ORDER BY created_at, id`, namespaceID)
+}
+
+// UpdateAgent replaces the Agent's name and configuration and sets
+// updated_at to a.UpdatedAt; the other fields change only through their own
+// methods. An Agent being deleted is Conflict AGENT_DELETING.
+func (s *Store) UpdateAgent(ctx context.Context, a store.Agent) (store.Agent, error) {
+	out, err := s.updateActiveAgent(ctx, "update agent", a.NamespaceID, a.ID,
+		`UPDATE agents SET name = ?, configuration_id = ?, updated_at = ?
+		 WHERE namespace_id = ? AND id = ? AND status = 'active' RETURNING `+agentColumns,
+		a.Name, a.ConfigurationID, s.t(a.UpdatedAt), a.NamespaceID, a.ID)
+	switch {
+	case err != nil && s.d.classify(err) == failUnique:
+		return store.Agent{}, conflict("", "an agent with this name already exists in the namespace", err)
+	case err != nil && s.d.classify(err) == failForeignKey:
+		return store.Agent{}, conflict("", "the agent's configuration does not exist in its namespace", err)
+	case err != nil:
+		return store.Agent{}, s.dbErr("update agent", err)
+	}
+	return out, nil
+}
+
+// SetAgentRuntimeState records the desired runtime state. Refusing a
+// deleting Agent (Conflict AGENT_DELETING) in the same statement keeps a
+// late deploy from undoing MarkAgentDeleting's "stopped".
+func (s *Store) SetAgentRuntimeState(ctx context.Context, namespaceID, id string, state store.RuntimeState, at time.Time) (store.Agent, error) {
+	out, err := s.updateActiveAgent(ctx, "set agent runtime state", namespaceID, id,
+		`UPDATE agents SET desired_runtime_state = ?, updated_at = ?
+		 WHERE namespace_id = ? AND id = ? AND status = 'active' RETURNING `+agentColumns,
+		string(state), s.t(at), namespaceID, id)
+	if err != nil {
+		return store.Agent{}, s.dbErr("set agent runtime state", err)
+	}
+	return out, nil
+}
+
+// MarkAgentDeleting starts teardown: status deleting, desired stopped, and
+// who asked. Marking a deleting Agent again returns it unchanged, keeping
+// the first requester and time.
+func (s *Store) MarkAgentDeleting(ctx context.Context, namespaceID, id, actorID string, at time.Time) (store.Agent, error) {
+	out, err := s.updateActiveAgent(ctx, "mark agent deleting", namespaceID, id,
+		`UPDATE agents SET status = 'deleting', desired_runtime_state = 'stopped', deletion_requested_by = ?, updated_at = ?
+		 WHERE namespace_id = ? AND id = ? AND status = 'active' RETURNING `+agentColumns,
+		nullString(actorID), s.t(at), namespaceID, id)
+	if errkind.As(err) != nil && errkind.As(err).Code == errkind.CodeAgentDeleting {
+		return s.GetAgent(ctx, namespaceID, id)
+	}
+	if err != nil {
+		return store.Agent{}, s.dbErr("mark agent deleting", err)
+	}
+	return out, nil
+}
+
+// updateActiveAgent runs an UPDATE ... WHERE status = 'active' RETURNING
+// agent columns. When it matches no row it tells a missing Agent (NotFound)
+// from one being deleted (Conflict AGENT_DELETING).
+func (s *Store) updateActiveAgent(ctx context.Context, op, namespaceID, id, query string, args ...any) (store.Agent, error) {
+	a, err := scanAgent(s.queryRow(ctx, query, args...))
+	if !errors.Is(err, sql.ErrNoRows) {
+		return a, err
+	}
+	exists, err := s.exists(ctx, op, `SELECT 1 FROM agents WHERE namespace_id = ? AND id = ?`, namespaceID, id)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	if !exists {
+		return store.Agent{}, notFound("agent")
+	}
+	return store.Agent{}, conflict(errkind.CodeAgentDeleting, "the agent is being deleted", nil)
+}
+
+// DeleteAgent removes the Agent for good, in one transaction: its work items
+// and the bindings and restrictions scoped to exactly this Agent
+// (explicitly: they carry no foreign key), then the Agent row, whose
+// revisions and workspace setup go by cascade. Only the teardown worker
+// calls it.
+func (s *Store) DeleteAgent(ctx context.Context, namespaceID, id string) error {
+	return s.inTx(ctx, func(tx *Store) error {
+		ok, err := tx.exists(ctx, "delete agent",
+			`SELECT 1 FROM agents WHERE namespace_id = ? AND id = ?`+tx.d.forUpdate(), namespaceID, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("agent")
+		}
+		// Agent ids are unique installation-wide, so a binding names the
+		// Agent by resource id alone, whatever Namespace it was created with.
+		for _, st := range []struct {
+			query string
+			args  []any
+		}{
+			{`DELETE FROM controller_work WHERE namespace_id = ? AND agent_id = ?`, []any{namespaceID, id}},
+			{`DELETE FROM iam_access_bindings WHERE resource_kind = 'agent' AND resource_id = ?`, []any{id}},
+			{`DELETE FROM iam_restrictions WHERE resource_kind = 'agent' AND resource_id = ?`, []any{id}},
+			{`DELETE FROM agents WHERE namespace_id = ? AND id = ?`, []any{namespaceID, id}},
+		} {
+			if _, err := tx.exec(ctx, st.query, st.args...); err != nil {
+				return tx.dbErr("delete agent", err)
+			}
+		}
+		return nil
+	})
+}
+
+// ---- workspace setups ----
+//
+// The staged files are the operator's private text. They are never put into
+// an error message (driver errors in Cause quote constraint names, not
+// values) and never logged here.
+
+func (s *Store) insertWorkspaceSetup(ctx context.Context, ws store.WorkspaceSetup) error {
+	// The engines disagree on text JSON cannot carry portably (PostgreSQL's
+	// jsonb refuses \u0000, SQLite stores it; encoding/json would silently
+	// replace invalid UTF-8), so refuse it here, the same way on both.
+	for _, content := range ws.Files {
+		if !utf8.ValidString(content) || strings.ContainsRune(content, 0) {
+			return errkind.New(errkind.Invalid, "workspace file content must be valid UTF-8 without NUL characters")
+		}
+	}
+	var files any // nil map: NULL, which the schema refuses for a pending setup
+	if ws.Files != nil {
+		j, err := jsonArg(ws.Files)
+		if err != nil {
+			return err
+		}
+		files = j
+	}
+	_, err := s.exec(ctx, `INSERT INTO workspace_setups (id, namespace_id, agent_id, defaults_id, files, completed)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		ws.ID, ws.NamespaceID, ws.AgentID, nullString(ws.DefaultsID), files, ws.Completed)
+	switch {
+	case err == nil:
+		return nil
+	case s.d.classify(err) == failUnique:
+		return conflict("", "the agent already has a workspace setup", err)
+	case s.d.classify(err) == failCheck:
+		return errkind.Wrap(errkind.Invalid, "the workspace setup is malformed (file names, file sizes, defaults id or state)", err)
+	}
+	return s.dbErr("create workspace setup", err)
+}
+
+const workspaceSetupColumns = `id, namespace_id, agent_id, defaults_id, files, completed`
+
+func scanWorkspaceSetup(r rowScanner) (store.WorkspaceSetup, error) {
+	var ws store.WorkspaceSetup
+	err := r.Scan(&ws.ID, &ws.NamespaceID, &ws.AgentID, optStringCol{&ws.DefaultsID}, jsonCol{&ws.Files}, &ws.Completed)
+	return ws, err
+}
+
+func (s *Store) GetWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (store.WorkspaceSetup, error) {
+	ws, err := scanWorkspaceSetup(s.queryRow(ctx,
+		`SELECT `+workspaceSetupColumns+` FROM workspace_setups WHERE namespace_id = ? AND agent_id = ?`, namespaceID, agentID))
+	return ws, s.getErr("get workspace setup", "workspace setup", err)
+}
+
+// CompleteWorkspaceSetup clears the staged files and marks the record
+// completed. Only a pending row is updated (the schema forbids touching a
+// completed one); for a completed row the record is read back unchanged, so
+// the call is idempotent. A mismatch of Namespace, Agent or setup id is
+// NotFound.
+func (s *Store) CompleteWorkspaceSetup(ctx context.Context, namespaceID, agentID, setupID string) (store.WorkspaceSetup, error) {
+	var out store.WorkspaceSetup
+	err := s.inTx(ctx, func(tx *Store) error {
+		var err error
+		out, err = scanWorkspaceSetup(tx.queryRow(ctx,
+			`UPDATE workspace_setups SET completed = TRUE, files = NULL
+			 WHERE namespace_id = ? AND agent_id = ? AND id = ? AND completed = FALSE
+			 RETURNING `+workspaceSetupColumns, namespaceID, agentID, setupID))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return tx.dbErr("complete workspace setup", err)
+		}
+		out, err = scanWorkspaceSetup(tx.queryRow(ctx,
+			`SELECT `+workspaceSetupColumns+` FROM workspace_setups WHERE namespace_id = ? AND agent_id = ? AND id = ?`,
+			namespaceID, agentID, setupID))
+		return tx.getErr("complete workspace setup", "workspace setup", err)
+	})
+	if err != nil {
+		return store.WorkspaceSetup{}, err
+	}
+	return out, nil
+}
+
+// DeleteWorkspaceSetup removes the record (for example when an undeployed
+// Agent is deleted) and reports whether one existed.
+func (s *Store) DeleteWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (bool, error) {
+	res, err := s.exec(ctx, `DELETE FROM workspace_setups WHERE namespace_id = ? AND agent_id = ?`, namespaceID, agentID)
+	if err != nil {
+		return false, s.dbErr("delete workspace setup", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, s.dbErr("delete workspace setup", err)
+	}
+	return n > 0, nil
+}

@@ -1,0 +1,406 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers database/sql driver "pgx"
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// This file holds every difference between the two engines. The rest of the
+// package writes one query per operation with "?" placeholders and passes
+// times, JSON and optional values through the helpers below.
+
+// Engine names, as returned by Store.Engine.
+const (
+	EngineSQLite   = "sqlite"
+	EnginePostgres = "postgres"
+)
+
+// sqliteTimeLayout is how SQLite stores times: fixed width, UTC, microseconds.
+// Fixed width makes text order equal time order, so comparisons and ORDER BY
+// on time columns work on the raw TEXT.
+const sqliteTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// sqliteBusyTimeout is how long a SQLite writer waits for the write lock
+// before failing with SQLITE_BUSY (reported as errkind.Unavailable). Writes
+// are short, so reaching it means something holds a transaction far too long.
+const sqliteBusyTimeout = 10 * time.Second
+
+// dialect is one engine's behaviour.
+type dialect interface {
+	engine() string
+	driverName() string
+	gooseDialect() goose.Dialect
+	// configure sets pool limits after sql.Open.
+	configure(db *sql.DB)
+	// rebind turns a query written with "?" placeholders into the engine's.
+	rebind(query string) string
+	// timeArg encodes a time for a query argument, in UTC truncated to
+	// microseconds.
+	timeArg(t time.Time) any
+	// classify says which kind of failure a driver error is.
+	classify(err error) failure
+	// forShare, forUpdate and forUpdateSkipLocked are row-lock clauses
+	// appended to a SELECT. SQLite has none and needs none: every
+	// transaction starts with BEGIN IMMEDIATE and so holds the database's
+	// single write lock until it ends.
+	forShare() string
+	forUpdate() string
+	forUpdateSkipLocked() string
+	// commitOutcomeUnknown reports whether a failed COMMIT may still have
+	// been applied (the reply was lost), so the caller must not assume
+	// either outcome.
+	commitOutcomeUnknown(err error) bool
+}
+
+// failure classifies driver errors for the errkind mapping in sqlstore.go.
+type failure int
+
+const (
+	failOther      failure = iota // not classified: an internal error
+	failUnique                    // unique or primary-key violation
+	failForeignKey                // referenced row missing, or row still referenced
+	failCheck                     // CHECK, NOT NULL or bad value: the input is invalid
+	failRule                      // a trigger refused the change: a lifecycle rule
+	failBusy                      // lock timeout, serialization failure, lost connection
+)
+
+// ---- SQLite -----------------------------------------------------------------
+
+type sqliteDialect struct{}
+
+func (sqliteDialect) engine() string              { return EngineSQLite }
+func (sqliteDialect) driverName() string          { return "sqlite" }
+func (sqliteDialect) gooseDialect() goose.Dialect { return goose.DialectSQLite3 }
+func (sqliteDialect) rebind(query string) string  { return query }
+
+func (sqliteDialect) timeArg(t time.Time) any {
+	return t.UTC().Truncate(time.Microsecond).Format(sqliteTimeLayout)
+}
+
+// configure: WAL lets readers run beside the one writer, so the pool may hold
+// several connections; writers queue on SQLite's lock (busy_timeout) instead
+// of failing, and transactions start with BEGIN IMMEDIATE (sqliteDSN) so a
+// transaction never has to upgrade a read lock, which SQLite would refuse
+// with SQLITE_BUSY at once, without waiting.
+func (sqliteDialect) configure(db *sql.DB) {
+	db.SetMaxIdleConns(4)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+}
+
+// sqliteDSN builds the modernc.org/sqlite DSN for a database file. The path
+// is escaped into a file: URI so that '?', '#' or '%' in it cannot be taken
+// for parameters. Pragmas run on every new connection:
+//   - foreign_keys: off by default in SQLite; the schema depends on it.
+//   - journal_mode=WAL: readers never block the writer or each other.
+//   - busy_timeout: wait for the write lock instead of failing.
+//   - synchronous=NORMAL: durable at checkpoints, safe against corruption
+//     with WAL; a power cut may lose the last transactions, not the file.
+//
+// _txlock=immediate makes BeginTx take the write lock up front (see configure).
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(sqliteBusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	// url.URL renders "file:///abs/path?..." for an absolute path, which SQLite
+	// accepts as a URI with an empty authority.
+	return u.String()
+}
+
+func (sqliteDialect) classify(err error) failure {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return classifyCommon(err)
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return failUnique
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return failForeignKey
+	case sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_NOTNULL, sqlite3.SQLITE_CONSTRAINT_DATATYPE:
+		return failCheck
+	case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+		return failRule
+	}
+	switch se.Code() & 0xff { // primary result code
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return failBusy
+	}
+	return failOther
+}
+
+func (sqliteDialect) forShare() string            { return "" }
+func (sqliteDialect) forUpdate() string           { return "" }
+func (sqliteDialect) forUpdateSkipLocked() string { return "" }
+
+// commitOutcomeUnknown: a failed SQLite COMMIT (busy, I/O error) leaves the
+// transaction unapplied; there is no reply to lose in-process.
+func (sqliteDialect) commitOutcomeUnknown(error) bool { return false }
+
+// ---- PostgreSQL -------------------------------------------------------------
+
+type postgresDialect struct{}
+
+func (postgresDialect) engine() string              { return EnginePostgres }
+func (postgresDialect) driverName() string          { return "pgx" }
+func (postgresDialect) gooseDialect() goose.Dialect { return goose.DialectPostgres }
+
+func (postgresDialect) timeArg(t time.Time) any {
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// configure keeps a few idle connections; the open limit stays with the
+// server's max_connections, shared by every replica.
+func (postgresDialect) configure(db *sql.DB) {
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+}
+
+// rebind rewrites "?" to "$1", "$2", ... outside quoted text and comments.
+func (postgresDialect) rebind(query string) string {
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 16)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch c {
+		case '\'', '"': // copy a quoted literal or identifier verbatim
+			j := strings.IndexByte(query[i+1:], c)
+			if j < 0 {
+				b.WriteString(query[i:])
+				return b.String()
+			}
+			b.WriteString(query[i : i+j+2])
+			i += j + 1
+		case '-':
+			if i+1 < len(query) && query[i+1] == '-' { // line comment
+				j := strings.IndexByte(query[i:], '\n')
+				if j < 0 {
+					b.WriteString(query[i:])
+					return b.String()
+				}
+				b.WriteString(query[i : i+j+1])
+				i += j
+			} else {
+				b.WriteByte(c)
+			}
+		case '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func (postgresDialect) classify(err error) failure {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return classifyCommon(err)
+	}
+	switch pe.Code {
+	case "23505": // unique_violation
+		return failUnique
+	case "23503": // foreign_key_violation
+		return failForeignKey
+	case "23514": // check_violation: a CHECK names its constraint; our triggers do not
+		if pe.ConstraintName == "" {
+			return failRule
+		}
+		return failCheck
+	case "23502": // not_null_violation
+		return failCheck
+	case "40001", "40P01", "55P03", "53300", "57P01", "57P02", "57P03":
+		// serialization failure, deadlock, lock not available, too many
+		// connections, server shutting down or starting: retry later.
+		return failBusy
+	}
+	switch {
+	case strings.HasPrefix(pe.Code, "22"): // data exception: bad JSON, NUL in text, ...
+		return failCheck
+	case strings.HasPrefix(pe.Code, "08"): // connection exception
+		return failBusy
+	}
+	return failOther
+}
+
+func (postgresDialect) forShare() string            { return " FOR SHARE" }
+func (postgresDialect) forUpdate() string           { return " FOR UPDATE" }
+func (postgresDialect) forUpdateSkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+// commitOutcomeUnknown: when the connection fails or the context ends while
+// COMMIT is in flight there is no server reply, and the server may have
+// committed. A server error reply (serialization failure, deferred
+// constraint) means it did not, and so does driver.ErrBadConn, which pgx
+// returns only when nothing was sent.
+func (postgresDialect) commitOutcomeUnknown(err error) bool {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe), errors.Is(err, driver.ErrBadConn):
+		return false
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return classifyCommon(err) == failBusy
+}
+
+// classifyCommon handles failures that are not engine errors: a database that
+// cannot be reached is busy (503), not an internal error.
+func classifyCommon(err error) failure {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case errors.Is(err, driver.ErrBadConn), errors.As(err, &ce), errors.As(err, &ne):
+		return failBusy
+	}
+	return failOther
+}
+
+// ---- values shared by both engines -------------------------------------------
+
+// nullString stores "" as NULL: optional identifiers are absent, not empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// optTimeArg encodes an optional time; nil is NULL.
+func (s *Store) optTimeArg(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return s.d.timeArg(*t)
+}
+
+// jsonArg encodes v as JSON text. Text (not []byte) is what both engines
+// accept for json/jsonb and TEXT columns alike.
+func jsonArg(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: encode JSON column: %w", err)
+	}
+	return string(b), nil
+}
+
+// timeCol scans a time column of either engine (timestamptz arrives as
+// time.Time, SQLite TEXT as a string) into *dst, in UTC.
+type timeCol struct{ dst *time.Time }
+
+func (c timeCol) Scan(src any) error {
+	t, err := parseTimeValue(src)
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return errors.New("sqlstore: NULL in a NOT NULL time column")
+	}
+	*c.dst = *t
+	return nil
+}
+
+// optTimeCol scans a nullable time column; NULL leaves *dst nil.
+type optTimeCol struct{ dst **time.Time }
+
+func (c optTimeCol) Scan(src any) error {
+	t, err := parseTimeValue(src)
+	if err != nil {
+		return err
+	}
+	*c.dst = t
+	return nil
+}
+
+func parseTimeValue(src any) (*time.Time, error) {
+	var t time.Time
+	switch v := src.(type) {
+	case nil:
+		return nil, nil
+	case time.Time:
+		t = v
+	case string:
+		p, err := time.Parse(sqliteTimeLayout, v)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: malformed stored time %q: %w", v, err)
+		}
+		t = p
+	case []byte:
+		p, err := time.Parse(sqliteTimeLayout, string(v))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: malformed stored time %q: %w", v, err)
+		}
+		t = p
+	default:
+		return nil, fmt.Errorf("sqlstore: cannot scan %T into a time", src)
+	}
+	t = t.UTC()
+	return &t, nil
+}
+
+// optStringCol scans a nullable text column; NULL becomes "".
+type optStringCol struct{ dst *string }
+
+func (c optStringCol) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*c.dst = ""
+	case string:
+		*c.dst = v
+	case []byte:
+		*c.dst = string(v)
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T into a string", src)
+	}
+	return nil
+}
+
+// jsonCol scans a JSON column (jsonb/json arrive as []byte, SQLite TEXT as a
+// string) by unmarshalling into dst; NULL leaves dst untouched.
+type jsonCol struct{ dst any }
+
+func (c jsonCol) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T as JSON", src)
+	}
+	if raw, ok := c.dst.(*json.RawMessage); ok {
+		// Documents are returned byte for byte; copy, the driver may reuse b.
+		*raw = append(json.RawMessage(nil), b...)
+		return nil
+	}
+	if err := json.Unmarshal(b, c.dst); err != nil {
+		return fmt.Errorf("sqlstore: malformed stored JSON: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/openclaw/occ/internal/store"
+)
+
+// This file: roles, access bindings, restrictions and the grant queries the
+// authorizer runs on every request.
+
+// ---- roles ----
+
+const roleColumns = `id, namespace_id, name, permissions, builtin, created_at`
+
+func scanRole(r rowScanner) (store.Role, error) {
+	var ro store.Role
+	err := r.Scan(&ro.ID, optStringCol{&ro.NamespaceID}, &ro.Name, jsonCol{&ro.Permissions}, &ro.Builtin, timeCol{&ro.CreatedAt})
+	if ro.Permissions == nil {
+		ro.Permissions = []store.Permission{}
+	}
+	return ro, err
+}
+
+func (s *Store) CreateRole(ctx context.Context, r store.Role) error {
+	perms := r.Permissions
+	if perms == nil {
+		perms = []store.Permission{} // stored as [], never null
+	}
+	permsJSON, err := jsonArg(perms)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO iam_roles (`+roleColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.ID, nullString(r.NamespaceID), r.Name, permsJSON, r.Builtin, s.t(r.CreatedAt))
+	return s.dbErr("create role", err)
+}
+
+func (s *Store) GetRole(ctx context.Context, id string) (store.Role, error) {
+	ro, err := scanRole(s.queryRow(ctx, `SELECT `+roleColumns+` FROM iam_roles WHERE id = ?`, id))
+	return ro, s.getErr("get role", "role", err)
+}
+
+// ListRoles returns every role, oldest first.
+func (s *Store) ListRoles(ctx context.Context) ([]store.Role, error) {
+	return list(ctx, s, "list roles", scanRole, `SELECT `+roleColumns+` FROM iam_roles ORDER BY created_at, id`)
+}
+
+// DeleteRole refuses built-in roles and roles still bound. The binding check
+// gives a clear error inside a caller's transaction; the RESTRICT foreign key
+// is the backstop against a binding created concurrently.
+func (s *Store) DeleteRole(ctx context.Context, id string) error {
+	return s.inTx(ctx, func(tx *Store) error {
+		var builtin bool
+		err := tx.queryRow(ctx, `SELECT builtin FROM iam_roles WHERE id = ?`, id).Scan(&builtin)
+		if err != nil {
+			return tx.getErr("delete role", "role", err)
+		}
+		if builtin {
+			return conflict("", "built-in roles cannot be deleted", nil)
+		}
+		bound, err := tx.exists(ctx, "delete role", `SELECT 1 FROM iam_access_bindings WHERE role_id = ? LIMIT 1`, id)
+		if err != nil {
+			return err
+		}
+		if bound {
+			return conflict("", "the role is used by an access binding", nil)
+		}
+		_, err = tx.exec(ctx, `DELETE FROM iam_roles WHERE id = ?`, id)
+		if err != nil && tx.d.classify(err) == failForeignKey {
+			return conflict("", "the role is used by an access binding", err)
+		}
+		return tx.dbErr("delete role", err)
+	})
+}
+
+// ---- access bindings ----
+
+const bindingColumns = `id, namespace_id, subject_id, role_id, resource_kind, resource_id, created_at`
+
+func scanBinding(r rowScanner) (store.AccessBinding, error) {
+	var b store.AccessBinding
+	var kind string
+	err := r.Scan(&b.ID, optStringCol{&b.NamespaceID}, &b.SubjectID, &b.RoleID,
+		optStringCol{&kind}, optStringCol{&b.ResourceID}, timeCol{&b.CreatedAt})
+	b.ResourceKind = store.ResourceKind(kind)
+	return b, err
+}
+
+func (s *Store) CreateAccessBinding(ctx context.Context, b store.AccessBinding) error {
+	_, err := s.exec(ctx, `INSERT INTO iam_access_bindings (`+bindingColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		b.ID, nullString(b.NamespaceID), b.SubjectID, b.RoleID,
+		nullString(string(b.ResourceKind)), nullString(b.ResourceID), s.t(b.CreatedAt))
+	return s.dbErr("create access binding", err)
+}
+
+func (s *Store) GetAccessBinding(ctx context.Context, id string) (store.AccessBinding, error) {
+	b, err := scanBinding(s.queryRow(ctx, `SELECT `+bindingColumns+` FROM iam_access_bindings WHERE id = ?`, id))
+	return b, s.getErr("get access binding", "access binding", err)
+}
+
+// ListAccessBindings returns every binding, oldest first.
+func (s *Store) ListAccessBindings(ctx context.Context) ([]store.AccessBinding, error) {
+	return list(ctx, s, "list access bindings", scanBinding,
+		`SELECT `+bindingColumns+` FROM iam_access_bindings ORDER BY created_at, id`)
+}
+
+func (s *Store) DeleteAccessBinding(ctx context.Context, id string) error {
+	return s.execOne(ctx, "delete access binding", "access binding", `DELETE FROM iam_access_bindings WHERE id = ?`, id)
+}
+
+// ListGrants returns the subject's bindings with their roles' permissions,
+// oldest first, in one query.
+func (s *Store) ListGrants(ctx context.Context, subjectID string) ([]store.Grant, error) {
+	return list(ctx, s, "list grants", func(r rowScanner) (store.Grant, error) {
+		var g store.Grant
+		var kind string
+		err := r.Scan(&g.Binding.ID, optStringCol{&g.Binding.NamespaceID}, &g.Binding.SubjectID, &g.Binding.RoleID,
+			optStringCol{&kind}, optStringCol{&g.Binding.ResourceID}, timeCol{&g.Binding.CreatedAt},
+			jsonCol{&g.Permissions})
+		g.Binding.ResourceKind = store.ResourceKind(kind)
+		if g.Permissions == nil {
+			g.Permissions = []store.Permission{}
+		}
+		return g, err
+	}, `SELECT b.id, b.namespace_id, b.subject_id, b.role_id, b.resource_kind, b.resource_id, b.created_at, r.permissions
+		FROM iam_access_bindings b JOIN iam_roles r ON r.id = b.role_id
+		WHERE b.subject_id = ?
+		ORDER BY b.created_at, b.id`, subjectID)
+}
+
+// ---- restrictions ----
+
+const restrictionColumns = `id, namespace_id, subject_id, action, resource_kind, resource_id, effect, created_at`
+
+func scanRestriction(r rowScanner) (store.Restriction, error) {
+	var re store.Restriction
+	var action, kind string
+	err := r.Scan(&re.ID, optStringCol{&re.NamespaceID}, &re.SubjectID, &action, &kind,
+		optStringCol{&re.ResourceID}, &re.Effect, timeCol{&re.CreatedAt})
+	re.Action, re.ResourceKind = store.Action(action), store.ResourceKind(kind)
+	return re, err
+}
+
+// CreateRestriction stores Effect "deny" when it is empty; any other effect
+// is refused by the schema (Invalid).
+func (s *Store) CreateRestriction(ctx context.Context, r store.Restriction) error {
+	effect := r.Effect
+	if effect == "" {
+		effect = "deny"
+	}
+	_, err := s.exec(ctx, `INSERT INTO iam_restrictions (`+restrictionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, nullString(r.NamespaceID), r.SubjectID, string(r.Action), string(r.ResourceKind),
+		nullString(r.ResourceID), effect, s.t(r.CreatedAt))
+	return s.dbErr("create restriction", err)
+}
+
+func (s *Store) GetRestriction(ctx context.Context, id string) (store.Restriction, error) {
+	re, err := scanRestriction(s.queryRow(ctx, `SELECT `+restrictionColumns+` FROM iam_restrictions WHERE id = ?`, id))
+	return re, s.getErr("get restriction", "restriction", err)
+}
+
+// ListRestrictions returns every restriction, oldest first.
+func (s *Store) ListRestrictions(ctx context.Context) ([]store.Restriction, error) {
+	return list(ctx, s, "list restrictions", scanRestriction,
+		`SELECT `+restrictionColumns+` FROM iam_restrictions ORDER BY created_at, id`)
+}
+
+func (s *Store) DeleteRestriction(ctx context.Context, id string) error {
+	return s.execOne(ctx, "delete restriction", "restriction", `DELETE FROM iam_restrictions WHERE id = ?`, id)
+}
+
+// ListSubjectRestrictions returns the restrictions naming the subject,
+// oldest first.
+func (s *Store) ListSubjectRestrictions(ctx context.Context, subjectID string) ([]store.Restriction, error) {
+	return list(ctx, s, "list subject restrictions", scanRestriction,
+		`SELECT `+restrictionColumns+` FROM iam_restrictions WHERE subject_id = ? ORDER BY created_at, id`, subjectID)
+}

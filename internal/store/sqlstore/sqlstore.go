@@ -1,0 +1,422 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrations embed.FS
+
+// DefaultSQLiteFile is the database file Open uses inside the data directory
+// when no database URL is configured.
+const DefaultSQLiteFile = "occ.db"
+
+// Store is store.Store over database/sql. The value returned by Open owns the
+// connection pool; InTx hands fn a transaction-bound copy that shares the
+// dialect and runs every query on the transaction.
+type Store struct {
+	d  dialect
+	db *sql.DB
+	q  querier // db, or tx for a transaction-bound copy
+	tx *sql.Tx // nil outside a transaction
+}
+
+var _ store.Store = (*Store)(nil)
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Open connects to the database named by databaseURL:
+//
+//   - "" : the SQLite file <dataDir>/occ.db; dataDir is created with mode 0700
+//     if missing (an existing directory keeps its mode).
+//   - postgres://... or postgresql://... : PostgreSQL (any pgx URL option).
+//   - sqlite:///absolute/path : SQLite at that path.
+//   - file:path, file:///absolute/path : SQLite at that path (relative paths
+//     are resolved against the working directory). Query parameters are
+//     refused: the store sets its own connection pragmas.
+//
+// Open pings the database, so an unreachable server fails here rather than
+// on the first request. It does not migrate; call Migrate. Error messages
+// never contain the URL's password.
+func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+	var (
+		d        dialect
+		dsn      string
+		display  string   // what error messages may say about the target
+		secrets  []string // strings that must never appear in an error
+		lowerURL = strings.ToLower(databaseURL)
+	)
+	switch {
+	case databaseURL == "":
+		if dataDir == "" {
+			return nil, errors.New("sqlstore: no database URL and no data directory")
+		}
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlstore: create data directory: %w", err)
+		}
+		path, err := filepath.Abs(filepath.Join(dataDir, DefaultSQLiteFile))
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: resolve database path: %w", err)
+		}
+		d, dsn, display = sqliteDialect{}, sqliteDSN(path), path
+	case strings.HasPrefix(lowerURL, "postgres://"), strings.HasPrefix(lowerURL, "postgresql://"):
+		var err error
+		display, secrets, err = redactPostgresURL(databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		d, dsn = postgresDialect{}, databaseURL
+	case strings.HasPrefix(lowerURL, "sqlite:"), strings.HasPrefix(lowerURL, "file:"):
+		path, err := sqlitePath(databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		d, dsn, display = sqliteDialect{}, sqliteDSN(path), path
+	default:
+		return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q: use postgres://, postgresql://, sqlite:///path or file:path",
+			urlScheme(databaseURL))
+	}
+
+	db, err := sql.Open(d.driverName(), dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open %s database %s: %w", d.engine(), display, scrub(err, secrets))
+	}
+	d.configure(db)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, &errkind.Error{
+			Kind:    errkind.Unavailable,
+			Message: "database unavailable",
+			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
+		}
+	}
+	return &Store{d: d, db: db, q: db}, nil
+}
+
+// sqlitePath extracts the file path from a sqlite: or file: URL.
+func sqlitePath(raw string) (string, error) {
+	lower := strings.ToLower(raw)
+	var path string
+	switch {
+	case strings.HasPrefix(lower, "sqlite:"):
+		// Only the absolute form: "sqlite://relative" would make "relative" a
+		// host name, which is always a mistake.
+		if !strings.HasPrefix(lower, "sqlite:///") {
+			return "", errors.New("sqlstore: a sqlite URL must be sqlite:///absolute/path")
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Host != "" || u.User != nil {
+			return "", errors.New("sqlstore: malformed sqlite URL; want sqlite:///absolute/path")
+		}
+		if u.RawQuery != "" || u.Fragment != "" {
+			return "", errors.New("sqlstore: sqlite URL parameters are not supported; the store sets its own pragmas")
+		}
+		path = u.Path
+	default: // file:
+		rest := raw[len("file:"):]
+		if strings.HasPrefix(rest, "//") {
+			u, err := url.Parse(raw)
+			if err != nil || (u.Host != "" && u.Host != "localhost") || u.User != nil {
+				return "", errors.New("sqlstore: malformed file URL; want file:///absolute/path or file:path")
+			}
+			if u.RawQuery != "" || u.Fragment != "" {
+				return "", errors.New("sqlstore: file URL parameters are not supported; the store sets its own pragmas")
+			}
+			path = u.Path
+		} else {
+			if strings.ContainsAny(rest, "?#") {
+				return "", errors.New("sqlstore: file URL parameters are not supported; the store sets its own pragmas")
+			}
+			path = rest
+		}
+	}
+	if path == "" || strings.HasSuffix(path, "/") {
+		return "", errors.New("sqlstore: the database URL names no file")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlstore: resolve database path: %w", err)
+	}
+	return abs, nil
+}
+
+// redactPostgresURL returns a printable form of a PostgreSQL URL without its
+// password, and the secrets to scrub from driver errors. url.Parse's own
+// error text quotes the whole URL, so it is never passed on.
+func redactPostgresURL(raw string) (string, []string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", nil, errors.New("sqlstore: malformed PostgreSQL URL")
+	}
+	var secrets []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		secrets = append(secrets, pw, url.PathEscape(pw), url.QueryEscape(pw), url.UserPassword("", pw).String()[1:])
+	}
+	q := u.Query()
+	if pw := q.Get("password"); pw != "" {
+		secrets = append(secrets, pw, url.QueryEscape(pw))
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted(), secrets, nil
+}
+
+// scrub returns err, or a copy of its text with every secret replaced when
+// the driver echoed one (pgx documents its redaction as best effort). The
+// copy loses the error chain; that is the price of never leaking it.
+func scrub(err error, secrets []string) error {
+	msg := err.Error()
+	leaked := false
+	for _, s := range secrets {
+		if s != "" && strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+			leaked = true
+		}
+	}
+	if !leaked {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// urlScheme returns the scheme of raw for error messages, never more of it.
+func urlScheme(raw string) string {
+	i := strings.Index(raw, ":")
+	if i <= 0 {
+		return ""
+	}
+	scheme := raw[:i]
+	for _, c := range scheme {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return scheme
+}
+
+// Engine is "sqlite" or "postgres".
+func (s *Store) Engine() string { return s.d.engine() }
+
+// DB is the underlying pool, for tests that must reach past the Store (raw
+// SQL against the schema's constraints). Application code never uses it.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close releases the pool. Only the owner of the Store returned by Open
+// calls it; a transaction-bound copy refuses.
+func (s *Store) Close() error {
+	if s.tx != nil {
+		return errors.New("sqlstore: Close called on a transaction-bound store")
+	}
+	return s.db.Close()
+}
+
+// Migrate applies every pending migration of the engine. On PostgreSQL a
+// session advisory lock serialises concurrent migrators (several replicas
+// starting at once); SQLite's write lock does the same for one file. Each
+// migration runs in its own transaction, so a failure leaves the schema at
+// the last complete version.
+func (s *Store) Migrate(ctx context.Context) error {
+	p, err := s.migrationProvider()
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlstore: migrate %s: %w", s.d.engine(), err)
+	}
+	return nil
+}
+
+func (s *Store) migrationProvider() (*goose.Provider, error) {
+	if s.tx != nil {
+		return nil, errors.New("sqlstore: migrations cannot run inside a transaction")
+	}
+	fsys, err := fs.Sub(migrations, "migrations/"+s.d.engine())
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	opts := []goose.ProviderOption{
+		goose.WithDisableGlobalRegistry(true), // only this package's SQL files
+		goose.WithLogger(goose.NopLogger()),
+	}
+	if s.d.engine() == EnginePostgres {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(s.d.gooseDialect(), s.db, fsys, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
+	}
+	return p, nil
+}
+
+// InTx runs fn in one transaction with a transaction-bound copy of the
+// store. A nested call (on the copy) joins the outer transaction: it neither
+// commits nor rolls back, and its error reaches the outer fn, which decides.
+// If fn returns an error or panics, the transaction is rolled back. On
+// PostgreSQL a failed statement aborts the whole transaction, so fn should
+// return the first database error rather than carry on.
+func (s *Store) InTx(ctx context.Context, fn func(tx store.Store) error) error {
+	return s.inTx(ctx, func(tx *Store) error { return fn(tx) })
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.tx != nil {
+		return fn(s)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.dbErr("begin transaction", err)
+	}
+	done := false
+	defer func() {
+		if !done { // fn failed or panicked
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx}); err != nil {
+		return err
+	}
+	done = true
+	if err := tx.Commit(); err != nil {
+		// The server may have applied a commit whose reply was lost.
+		if s.d.commitOutcomeUnknown(err) {
+			return &errkind.Error{Kind: errkind.OutcomeUnknown, Message: "the transaction may or may not have been committed", Cause: err}
+		}
+		return s.dbErr("commit transaction", err)
+	}
+	return nil
+}
+
+// exec, query and queryRow rebind the "?" placeholders for the engine.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.q.ExecContext(ctx, s.d.rebind(query), args...)
+}
+
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.q.QueryContext(ctx, s.d.rebind(query), args...)
+}
+
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
+}
+
+// t encodes a time argument for the engine.
+func (s *Store) t(v time.Time) any { return s.d.timeArg(v) }
+
+// execOne runs a statement that must touch exactly one row; none is NotFound.
+func (s *Store) execOne(ctx context.Context, op, what string, query string, args ...any) error {
+	res, err := s.exec(ctx, query, args...)
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s.dbErr(op, err)
+	}
+	if n == 0 {
+		return notFound(what)
+	}
+	return nil
+}
+
+// exists runs a query that selects at most one row and reports whether it did.
+func (s *Store) exists(ctx context.Context, op string, query string, args ...any) (bool, error) {
+	var one int
+	err := s.queryRow(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.dbErr(op, err)
+	}
+	return true, nil
+}
+
+// notFound is the NotFound error for one kind of record.
+func notFound(what string) error {
+	return errkind.Newf(errkind.NotFound, "%s not found", what)
+}
+
+// conflict is a Conflict with a public message, keeping the driver error.
+func conflict(code, msg string, cause error) error {
+	return &errkind.Error{Kind: errkind.Conflict, Code: code, Message: msg, Cause: cause}
+}
+
+// dbErr classifies a database error from operation op ("create agent"). The
+// public message names the operation and the rule class only: driver text
+// can quote values and stays in Cause, for logs.
+func (s *Store) dbErr(op string, err error) error {
+	if err == nil || errkind.As(err) != nil {
+		return err
+	}
+	switch s.d.classify(err) {
+	case failUnique:
+		return conflict("", op+": a record with the same identity already exists", err)
+	case failForeignKey:
+		return conflict("", op+": a referenced record does not exist, or the record is still referenced", err)
+	case failRule:
+		return conflict("", op+": refused by a lifecycle rule of the database", err)
+	case failCheck:
+		return errkind.Wrap(errkind.Invalid, op+": a value is not allowed by the database schema", err)
+	case failBusy:
+		return errkind.Wrap(errkind.Unavailable, op+": database busy or unavailable", err)
+	}
+	return fmt.Errorf("sqlstore: %s: %w", op, err)
+}
+
+// rowScanner is *sql.Row or *sql.Rows.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// getErr maps sql.ErrNoRows to NotFound for what, and classifies the rest.
+func (s *Store) getErr(op, what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(what)
+	}
+	return s.dbErr(op, err)
+}
+
+// list runs a query and scans every row with scan. It returns an empty,
+// non-nil slice when there are no rows, so JSON encodes [] rather than null.
+func list[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, s.dbErr(op, err)
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, s.dbErr(op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr(op, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,232 @@
+package sqlstore_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	_ "time/tzdata" // the zone below must load on machines without tzdata
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/store/storetest"
+	"github.com/openclaw/occ/internal/testdb"
+)
+
+// A non-UTC local zone catches times that are formatted or compared in
+// time.Local instead of UTC.
+func init() {
+	loc, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		panic(err)
+	}
+	time.Local = loc
+}
+
+func harness(s *sqlstore.Store) storetest.Harness {
+	return storetest.Harness{Store: s, DB: s.DB(), Engine: s.Engine()}
+}
+
+func TestStore(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(testdb.SQLite(t)) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(testdb.Postgres(t)) })
+	})
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestOpenSQLiteDefault(t *testing.T) {
+	ctx := testCtx(t)
+	dir := filepath.Join(t.TempDir(), "data", "occ")
+	s, err := sqlstore.Open(ctx, "", dir)
+	if err != nil {
+		t.Fatalf("Open(%q, %q): %v", "", dir, err)
+	}
+	defer s.Close()
+	if got := s.Engine(); got != sqlstore.EngineSQLite {
+		t.Errorf("Engine() = %q, want %q", got, sqlstore.EngineSQLite)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatalf("data directory: %v", err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o700 {
+		t.Errorf("data directory mode = %o, want 700", perm)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlstore.DefaultSQLiteFile)); err != nil {
+		t.Errorf("database file: %v", err)
+	}
+	// The connection pragmas the store depends on.
+	for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000"} {
+		var got string
+		if err := s.DB().QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatalf("PRAGMA %s: %v", pragma, err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %q, want %q", pragma, got, want)
+		}
+	}
+}
+
+func TestOpenSQLiteURLs(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "a dir?#%", "x.db") // characters a URI would misread
+	if err := os.MkdirAll(filepath.Dir(odd), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		url  string
+		file string
+	}{
+		{"sqlite://" + filepath.Join(dir, "one.db"), filepath.Join(dir, "one.db")},
+		{"file:" + filepath.Join(dir, "two.db"), filepath.Join(dir, "two.db")},
+		{"file://" + filepath.Join(dir, "three.db"), filepath.Join(dir, "three.db")},
+		{"sqlite://" + (&url.URL{Path: odd}).EscapedPath(), odd},
+		{"", filepath.Join(filepath.Dir(odd), sqlstore.DefaultSQLiteFile)}, // data directory with odd characters
+	}
+	for _, tt := range tests {
+		s, err := sqlstore.Open(ctx, tt.url, filepath.Dir(odd))
+		if err != nil {
+			t.Errorf("Open(%q): %v", tt.url, err)
+			continue
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Errorf("Migrate on %q: %v", tt.url, err)
+		}
+		_ = s.Close()
+		if _, err := os.Stat(tt.file); err != nil {
+			t.Errorf("Open(%q) did not create %s: %v", tt.url, tt.file, err)
+		}
+	}
+}
+
+func TestOpenRefusesBadURLs(t *testing.T) {
+	ctx := testCtx(t)
+	tests := []struct{ name, url, wantInErr string }{
+		{"unknown scheme", "mysql://root:hunter2@db/occ", `"mysql"`},
+		{"no scheme", "just-a-path.db", "unsupported"},
+		{"relative sqlite URL", "sqlite://relative.db", "sqlite:///absolute/path"},
+		{"sqlite URL with parameters", "sqlite:///tmp/x.db?_pragma=foreign_keys(0)", "not supported"},
+		{"file URL with parameters", "file:/tmp/x.db?mode=memory", "not supported"},
+		{"file URL with a host", "file://server/x.db", "malformed"},
+		{"sqlite URL naming a directory", "sqlite:///tmp/", "names no file"},
+		{"malformed postgres URL", "postgres://user:hunter2@host:notaport/db", "malformed"},
+	}
+	for _, tt := range tests {
+		s, err := sqlstore.Open(ctx, tt.url, t.TempDir())
+		if err == nil {
+			_ = s.Close()
+			t.Errorf("Open(%s) succeeded, want an error", tt.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.wantInErr) {
+			t.Errorf("Open(%s) error %q does not mention %q", tt.name, err, tt.wantInErr)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%s) error leaks the password: %q", tt.name, err)
+		}
+	}
+	if _, err := sqlstore.Open(ctx, "", ""); err == nil {
+		t.Errorf("Open with neither URL nor data directory succeeded")
+	}
+}
+
+func TestOpenPostgresUnreachableHidesPassword(t *testing.T) {
+	ctx := testCtx(t)
+	for _, url := range []string{
+		"postgres://occ:hunter2@127.0.0.1:1/occ?sslmode=disable&connect_timeout=2",
+		"postgresql://occ@127.0.0.1:1/occ?sslmode=disable&password=hunter2&connect_timeout=2",
+		"postgres://occ:hun%40ter2@127.0.0.1:1/occ?sslmode=disable&connect_timeout=2",
+	} {
+		s, err := sqlstore.Open(ctx, url, "")
+		if err == nil {
+			_ = s.Close()
+			t.Fatalf("Open of a closed port succeeded")
+		}
+		if !errkind.Is(err, errkind.Unavailable) {
+			t.Errorf("Open of a closed port: kind %v, want Unavailable: %v", errkind.KindOf(err), err)
+		}
+		for _, secret := range []string{"hunter2", "hun@ter2", "hun%40ter2"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("Open error leaks the password: %q", err)
+			}
+		}
+	}
+}
+
+func TestMigrateTwiceAndDown(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := testCtx(t)
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("second Migrate: %v", err)
+		}
+		if err := sqlstore.MigrateDownForTest(ctx, s); err != nil {
+			t.Fatalf("migrate down: %v", err)
+		}
+		var tables []string
+		q := `SELECT name FROM sqlite_schema WHERE type IN ('table', 'trigger', 'view') AND name NOT LIKE 'sqlite_%' AND name <> 'goose_db_version'`
+		if s.Engine() == sqlstore.EnginePostgres {
+			q = `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'goose_db_version'
+				UNION ALL SELECT routine_name FROM information_schema.routines WHERE routine_schema = 'public'`
+		}
+		rows, err := s.DB().QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			tables = append(tables, n)
+		}
+		if len(tables) != 0 {
+			t.Errorf("after migrating down, these remain: %v", tables)
+		}
+		// And up again from nothing.
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate after down: %v", err)
+		}
+	})
+}
+
+func TestTxBoundStoreRefusesOwnerOperations(t *testing.T) {
+	s := testdb.SQLite(t)
+	ctx := testCtx(t)
+	err := s.InTx(ctx, func(tx store.Store) error {
+		txs, ok := tx.(*sqlstore.Store)
+		if !ok {
+			t.Fatalf("InTx passed %T, want *sqlstore.Store", tx)
+		}
+		if err := txs.Close(); err == nil {
+			t.Errorf("Close on a transaction-bound store succeeded")
+		}
+		if err := txs.Migrate(ctx); err == nil {
+			t.Errorf("Migrate on a transaction-bound store succeeded")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The owner's pool is still open.
+	if err := s.DB().PingContext(ctx); err != nil {
+		t.Errorf("ping after tx: %v", err)
+	}
+}

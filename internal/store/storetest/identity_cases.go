@@ -1,0 +1,247 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/store"
+)
+
+var installationCases = []testCase{
+	{"Installation/GetMissing", func(t *testing.T, h Harness) {
+		_, err := h.Store.GetInstallation(ctx(t))
+		wantErr(t, "GetInstallation on an empty database", err, errkind.NotFound, "")
+	}},
+	{"Installation/CreateGet", func(t *testing.T, h Harness) {
+		in := store.Installation{ID: ids.New(ids.Installation), Name: "acme", CreatedAt: at(1)}
+		must(t, "CreateInstallation", h.Store.CreateInstallation(ctx(t), in))
+		got, err := h.Store.GetInstallation(ctx(t))
+		must(t, "GetInstallation", err)
+		want := in
+		want.CreatedAt = stored(in.CreatedAt)
+		check(t, "GetInstallation", want, got)
+	}},
+	{"Installation/SecondCreateConflicts", func(t *testing.T, h Harness) {
+		first := store.Installation{ID: ids.New(ids.Installation), Name: "one", CreatedAt: at(1)}
+		must(t, "CreateInstallation", h.Store.CreateInstallation(ctx(t), first))
+		for _, in := range []store.Installation{
+			{ID: ids.New(ids.Installation), Name: "two", CreatedAt: at(2)}, // another id
+			first, // the same id again
+		} {
+			err := h.Store.CreateInstallation(ctx(t), in)
+			wantErr(t, "CreateInstallation "+in.Name, err, errkind.Conflict, errkind.CodeInstallationExists)
+		}
+		got, err := h.Store.GetInstallation(ctx(t))
+		must(t, "GetInstallation", err)
+		if got.ID != first.ID {
+			t.Errorf("GetInstallation().ID = %s, want the first installation %s", got.ID, first.ID)
+		}
+	}},
+}
+
+var identityCases = []testCase{
+	{"User/CreateGetByIDAndEmail", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u := f.user()
+		got, err := h.Store.GetUser(ctx(t), u.ID)
+		must(t, "GetUser", err)
+		check(t, "GetUser", u, got)
+		// Email lookups ignore case; the stored spelling is kept.
+		for _, email := range []string{u.Email, "user1@example.com", "USER1@EXAMPLE.COM"} {
+			got, err := h.Store.GetUserByEmail(ctx(t), email)
+			must(t, "GetUserByEmail "+email, err)
+			check(t, "GetUserByEmail "+email, u, got)
+		}
+	}},
+	{"User/DuplicateEmailIgnoringCase", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u := f.user()
+		dup := store.User{ID: ids.New(ids.User), Email: "uSeR1@EXAMPLE.com", PasswordHash: "x", CreatedAt: at(9)}
+		wantErr(t, "CreateUser with the same email in another case", h.Store.CreateUser(ctx(t), dup), errkind.Conflict, "")
+		again := u
+		again.Email = "other@example.com"
+		wantErr(t, "CreateUser with an existing id", h.Store.CreateUser(ctx(t), again), errkind.Conflict, "")
+	}},
+	{"User/NotFound", func(t *testing.T, h Harness) {
+		newFixture(t, h).user()
+		_, err := h.Store.GetUser(ctx(t), ids.New(ids.User))
+		wantErr(t, "GetUser unknown id", err, errkind.NotFound, "")
+		_, err = h.Store.GetUserByEmail(ctx(t), "nobody@example.com")
+		wantErr(t, "GetUserByEmail unknown email", err, errkind.NotFound, "")
+	}},
+	{"Session/CreateGetDelete", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u := f.user()
+		se := store.Session{TokenHash: hash32("token"), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(2)}
+		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
+		got, err := h.Store.GetSession(ctx(t), se.TokenHash)
+		must(t, "GetSession", err)
+		want := se
+		want.ExpiresAt, want.CreatedAt = stored(se.ExpiresAt), stored(se.CreatedAt)
+		check(t, "GetSession", want, got)
+
+		wantErr(t, "CreateSession with an existing token hash", h.Store.CreateSession(ctx(t), se), errkind.Conflict, "")
+		must(t, "DeleteSession", h.Store.DeleteSession(ctx(t), se.TokenHash))
+		_, err = h.Store.GetSession(ctx(t), se.TokenHash)
+		wantErr(t, "GetSession after DeleteSession", err, errkind.NotFound, "")
+		wantErr(t, "DeleteSession again", h.Store.DeleteSession(ctx(t), se.TokenHash), errkind.NotFound, "")
+	}},
+	{"Session/UnknownUserConflicts", func(t *testing.T, h Harness) {
+		se := store.Session{TokenHash: hash32("t"), UserID: ids.New(ids.User), ExpiresAt: at(10), CreatedAt: at(1)}
+		wantErr(t, "CreateSession for a missing user", h.Store.CreateSession(ctx(t), se), errkind.Conflict, "")
+	}},
+	{"Session/DeleteExpired", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u := f.user()
+		now := at(50)
+		sessions := map[string]time.Time{
+			"past":    now.Add(-time.Hour),
+			"exactly": now.Add(100 * time.Nanosecond), // equal to now once truncated: expired
+			"future":  now.Add(time.Microsecond),
+		}
+		for name, exp := range sessions {
+			se := store.Session{TokenHash: hash32(name), UserID: u.ID, ExpiresAt: exp, CreatedAt: at(1)}
+			must(t, "CreateSession "+name, h.Store.CreateSession(ctx(t), se))
+		}
+		n, err := h.Store.DeleteExpiredSessions(ctx(t), now)
+		must(t, "DeleteExpiredSessions", err)
+		if n != 2 {
+			t.Errorf("DeleteExpiredSessions() = %d, want 2", n)
+		}
+		for name, wantKept := range map[string]bool{"past": false, "exactly": false, "future": true} {
+			_, err := h.Store.GetSession(ctx(t), hash32(name))
+			if wantKept {
+				must(t, "GetSession "+name, err)
+			} else {
+				wantErr(t, "GetSession "+name, err, errkind.NotFound, "")
+			}
+		}
+		n, err = h.Store.DeleteExpiredSessions(ctx(t), now)
+		must(t, "DeleteExpiredSessions again", err)
+		if n != 0 {
+			t.Errorf("second DeleteExpiredSessions() = %d, want 0", n)
+		}
+	}},
+	{"Session/DeletedWithUser", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u := f.user()
+		se := store.Session{TokenHash: hash32("t"), UserID: u.ID, ExpiresAt: at(10), CreatedAt: at(1)}
+		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
+		must(t, "delete user (raw)", rawExec(t, h, `DELETE FROM users WHERE id = ?`, u.ID))
+		_, err := h.Store.GetSession(ctx(t), se.TokenHash)
+		wantErr(t, "GetSession after its user was deleted", err, errkind.NotFound, "")
+	}},
+	{"ServicePrincipal/CreateGetList", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		got, err := h.Store.ListServicePrincipals(ctx(t))
+		must(t, "ListServicePrincipals", err)
+		check(t, "ListServicePrincipals on an empty database", []store.ServicePrincipal{}, got)
+
+		plain := f.principal()
+		scoped := store.ServicePrincipal{
+			ID: ids.New(ids.ServicePrincipal), Name: "agent-owned", NamespaceID: ids.New(ids.Namespace),
+			AgentID: ids.New(ids.Agent), CreatedAt: at(f.now()),
+		}
+		must(t, "CreateServicePrincipal", h.Store.CreateServicePrincipal(ctx(t), scoped))
+		scoped.CreatedAt = stored(scoped.CreatedAt)
+
+		for _, want := range []store.ServicePrincipal{plain, scoped} {
+			got, err := h.Store.GetServicePrincipal(ctx(t), want.ID)
+			must(t, "GetServicePrincipal", err)
+			check(t, "GetServicePrincipal "+want.Name, want, got)
+		}
+		got, err = h.Store.ListServicePrincipals(ctx(t))
+		must(t, "ListServicePrincipals", err)
+		check(t, "ListServicePrincipals", []store.ServicePrincipal{plain, scoped}, got)
+
+		wantErr(t, "CreateServicePrincipal with an existing id", h.Store.CreateServicePrincipal(ctx(t), plain), errkind.Conflict, "")
+		_, err = h.Store.GetServicePrincipal(ctx(t), ids.New(ids.ServicePrincipal))
+		wantErr(t, "GetServicePrincipal unknown id", err, errkind.NotFound, "")
+	}},
+	{"ServicePrincipal/DeleteCascades", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		sp, other := f.principal(), f.principal()
+		r := f.role(store.Permission{Action: store.ActionRead, ResourceKind: store.KindAgent})
+		key := store.APIKey{
+			ID: ids.New(ids.APIKey), ServicePrincipalID: sp.ID, Name: "k", SecretHash: hash32("s"),
+			CreatedBy: ids.New(ids.User), ExpiresAt: at(1000), CreatedAt: at(f.now()),
+		}
+		must(t, "CreateAPIKey", h.Store.CreateAPIKey(ctx(t), key))
+		spBinding, otherBinding := f.binding(sp.ID, r), f.binding(other.ID, r)
+		spRestriction, otherRestriction := f.restriction(sp.ID), f.restriction(other.ID)
+
+		must(t, "DeleteServicePrincipal", h.Store.DeleteServicePrincipal(ctx(t), sp.ID))
+
+		_, err := h.Store.GetServicePrincipal(ctx(t), sp.ID)
+		wantErr(t, "GetServicePrincipal after delete", err, errkind.NotFound, "")
+		_, err = h.Store.GetAPIKey(ctx(t), key.ID)
+		wantErr(t, "GetAPIKey of the deleted principal", err, errkind.NotFound, "")
+		_, err = h.Store.GetAccessBinding(ctx(t), spBinding.ID)
+		wantErr(t, "GetAccessBinding of the deleted principal", err, errkind.NotFound, "")
+		_, err = h.Store.GetRestriction(ctx(t), spRestriction.ID)
+		wantErr(t, "GetRestriction of the deleted principal", err, errkind.NotFound, "")
+
+		// Other subjects keep theirs, and the role survives.
+		bindings, err := h.Store.ListAccessBindings(ctx(t))
+		must(t, "ListAccessBindings", err)
+		check(t, "ListAccessBindings after delete", []store.AccessBinding{otherBinding}, bindings)
+		restrictions, err := h.Store.ListRestrictions(ctx(t))
+		must(t, "ListRestrictions", err)
+		check(t, "ListRestrictions after delete", []store.Restriction{otherRestriction}, restrictions)
+		_, err = h.Store.GetRole(ctx(t), r.ID)
+		must(t, "GetRole after principal delete", err)
+
+		wantErr(t, "DeleteServicePrincipal again", h.Store.DeleteServicePrincipal(ctx(t), sp.ID), errkind.NotFound, "")
+	}},
+	{"APIKey/CreateGetRevoke", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		sp := f.principal()
+		key := store.APIKey{
+			ID: ids.New(ids.APIKey), ServicePrincipalID: sp.ID, NamespaceID: ids.New(ids.Namespace), Name: "ci",
+			SecretHash: hash32("secret"), CreatedBy: ids.New(ids.User), ExpiresAt: at(5000), CreatedAt: at(f.now()),
+		}
+		must(t, "CreateAPIKey", h.Store.CreateAPIKey(ctx(t), key))
+		want := key
+		want.ExpiresAt, want.CreatedAt = stored(key.ExpiresAt), stored(key.CreatedAt)
+		got, err := h.Store.GetAPIKey(ctx(t), key.ID)
+		must(t, "GetAPIKey", err)
+		check(t, "GetAPIKey", want, got)
+
+		first, second := at(20), at(30)
+		must(t, "RevokeAPIKey", h.Store.RevokeAPIKey(ctx(t), key.ID, first))
+		must(t, "RevokeAPIKey again", h.Store.RevokeAPIKey(ctx(t), key.ID, second))
+		want.RevokedAt = storedPtr(&first) // the first revocation time is kept
+		got, err = h.Store.GetAPIKey(ctx(t), key.ID)
+		must(t, "GetAPIKey after revoke", err)
+		check(t, "GetAPIKey after two revocations", want, got)
+
+		wantErr(t, "RevokeAPIKey unknown id", h.Store.RevokeAPIKey(ctx(t), ids.New(ids.APIKey), first), errkind.NotFound, "")
+		_, err = h.Store.GetAPIKey(ctx(t), ids.New(ids.APIKey))
+		wantErr(t, "GetAPIKey unknown id", err, errkind.NotFound, "")
+		wantErr(t, "CreateAPIKey with an existing id", h.Store.CreateAPIKey(ctx(t), key), errkind.Conflict, "")
+	}},
+	{"APIKey/CreatedRevoked", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		sp := f.principal()
+		revoked := at(7)
+		key := store.APIKey{
+			ID: ids.New(ids.APIKey), ServicePrincipalID: sp.ID, Name: "old", SecretHash: hash32("s"),
+			CreatedBy: ids.New(ids.User), ExpiresAt: at(100), RevokedAt: &revoked, CreatedAt: at(5),
+		}
+		must(t, "CreateAPIKey", h.Store.CreateAPIKey(ctx(t), key))
+		got, err := h.Store.GetAPIKey(ctx(t), key.ID)
+		must(t, "GetAPIKey", err)
+		want := key
+		want.ExpiresAt, want.RevokedAt, want.CreatedAt = stored(key.ExpiresAt), storedPtr(key.RevokedAt), stored(key.CreatedAt)
+		check(t, "GetAPIKey", want, got)
+	}},
+	{"APIKey/UnknownPrincipalConflicts", func(t *testing.T, h Harness) {
+		key := store.APIKey{
+			ID: ids.New(ids.APIKey), ServicePrincipalID: ids.New(ids.ServicePrincipal), Name: "k",
+			SecretHash: hash32("s"), CreatedBy: ids.New(ids.User), ExpiresAt: at(100), CreatedAt: at(1),
+		}
+		wantErr(t, "CreateAPIKey for a missing principal", h.Store.CreateAPIKey(ctx(t), key), errkind.Conflict, "")
+	}},
+}

@@ -1,0 +1,493 @@
+package storetest
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/store"
+)
+
+var revisionCases = []testCase{
+	{"Revision/CreateGetList", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		a := f.agent()
+		got, err := h.Store.ListRevisions(ctx(t), a.NamespaceID, a.ID)
+		must(t, "ListRevisions", err)
+		check(t, "ListRevisions of a new agent", []store.Revision{}, got)
+
+		var revs []store.Revision
+		for i := 1; i <= 3; i++ {
+			in := f.newRevision(a)
+			in.Number = 42 // ignored: the store numbers revisions
+			out, err := h.Store.CreateRevision(ctx(t), in)
+			must(t, "CreateRevision", err)
+			want := in
+			want.Number, want.CreatedAt = int64(i), stored(in.CreatedAt)
+			check(t, fmt.Sprintf("CreateRevision #%d", i), want, out)
+			revs = append(revs, want)
+		}
+		for _, want := range revs {
+			got, err := h.Store.GetRevision(ctx(t), a.NamespaceID, a.ID, want.ID)
+			must(t, "GetRevision", err)
+			check(t, "GetRevision", want, got)
+			if string(got.Configuration) != sampleDocument {
+				t.Errorf("GetRevision().Configuration = %s, want exactly %s", got.Configuration, sampleDocument)
+			}
+		}
+		list, err := h.Store.ListRevisions(ctx(t), a.NamespaceID, a.ID)
+		must(t, "ListRevisions", err)
+		check(t, "ListRevisions", revs, list)
+
+		// Numbering is per Agent.
+		b := f.agent()
+		first, err := h.Store.CreateRevision(ctx(t), f.newRevision(b))
+		must(t, "CreateRevision for another agent", err)
+		if first.Number != 1 {
+			t.Errorf("first revision of another agent has Number %d, want 1", first.Number)
+		}
+
+		_, err = h.Store.GetRevision(ctx(t), b.NamespaceID, b.ID, revs[0].ID)
+		wantErr(t, "GetRevision through another agent", err, errkind.NotFound, "")
+		_, err = h.Store.GetRevision(ctx(t), a.NamespaceID, a.ID, ids.New(ids.Revision))
+		wantErr(t, "GetRevision unknown id", err, errkind.NotFound, "")
+		dup := f.newRevision(a)
+		dup.ID = revs[0].ID
+		_, err = h.Store.CreateRevision(ctx(t), dup)
+		wantErr(t, "CreateRevision with an existing id", err, errkind.Conflict, "")
+		missing := f.newRevision(a)
+		missing.AgentID = ids.New(ids.Agent)
+		_, err = h.Store.CreateRevision(ctx(t), missing)
+		wantErr(t, "CreateRevision for a missing agent", err, errkind.NotFound, "")
+		noDoc := f.newRevision(a)
+		noDoc.Configuration = nil
+		_, err = h.Store.CreateRevision(ctx(t), noDoc)
+		wantErr(t, "CreateRevision without a configuration document", err, errkind.Invalid, "")
+
+		_, err = h.Store.MarkAgentDeleting(ctx(t), a.NamespaceID, a.ID, "usr_1", at(f.now()))
+		must(t, "MarkAgentDeleting", err)
+		_, err = h.Store.CreateRevision(ctx(t), f.newRevision(a))
+		wantErr(t, "CreateRevision for a deleting agent", err, errkind.Conflict, errkind.CodeAgentDeleting)
+	}},
+	{"Revision/ConcurrentNumbers", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		a := f.agent()
+		const n = 8
+		ins := make([]store.Revision, n)
+		for i := range ins {
+			ins[i] = f.newRevision(a)
+		}
+		numbers := make(chan int64, n)
+		var wg sync.WaitGroup
+		for _, in := range ins {
+			wg.Add(1)
+			go func(in store.Revision) {
+				defer wg.Done()
+				out, err := h.Store.CreateRevision(ctx(t), in)
+				if err != nil {
+					t.Errorf("concurrent CreateRevision: %v", err)
+					return
+				}
+				numbers <- out.Number
+			}(in)
+		}
+		wg.Wait()
+		close(numbers)
+		var got []int64
+		for num := range numbers {
+			got = append(got, num)
+		}
+		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		check(t, "revision numbers of concurrent deployments", []int64{1, 2, 3, 4, 5, 6, 7, 8}, got)
+	}},
+}
+
+// claimAt claims work at instant now with a one-minute lease.
+func claimAt(t *testing.T, h Harness, token string, now time.Time) (store.WorkItem, bool) {
+	t.Helper()
+	w, ok, err := h.Store.ClaimWork(ctx(t), store.Claim{Token: token, Now: now, Lease: time.Minute})
+	must(t, "ClaimWork", err)
+	return w, ok
+}
+
+// claimed is what a stored item looks like after a claim at now.
+func claimed(w store.WorkItem, token string, now time.Time, attempts int) store.WorkItem {
+	w.State, w.ClaimToken, w.Attempts = store.WorkRunning, token, attempts
+	w.LeaseExpiresAt, w.UpdatedAt = stored(now.Add(time.Minute)), stored(now)
+	return w
+}
+
+var workCases = []testCase{
+	{"Work/EnqueueGet", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		a := f.agent()
+		rev := f.revision(a)
+		in := f.newWork(a, store.WorkRevisionDeploy)
+		in.RevisionID, in.IdempotencyKey, in.State = rev.ID, rev.ID+":reconcile", ""
+		got, err := h.Store.EnqueueWork(ctx(t), in)
+		must(t, "EnqueueWork", err)
+		want := in
+		want.State = store.WorkQueued
+		want.AvailableAt, want.CreatedAt, want.UpdatedAt = stored(in.AvailableAt), stored(in.CreatedAt), stored(in.UpdatedAt)
+		check(t, "EnqueueWork result", want, got)
+		byID, err := h.Store.GetWork(ctx(t), in.ID)
+		must(t, "GetWork", err)
+		check(t, "GetWork", want, byID)
+		byKey, err := h.Store.GetWorkByKey(ctx(t), in.IdempotencyKey)
+		must(t, "GetWorkByKey", err)
+		check(t, "GetWorkByKey", want, byKey)
+
+		// The same key again returns the existing item unchanged.
+		again := f.newWork(a, store.WorkAgentStop)
+		again.IdempotencyKey = in.IdempotencyKey
+		got, err = h.Store.EnqueueWork(ctx(t), again)
+		must(t, "EnqueueWork with an existing key", err)
+		check(t, "EnqueueWork with an existing key", want, got)
+		if n := rawCount(t, h, `SELECT count(*) FROM controller_work`); n != 1 {
+			t.Errorf("controller_work has %d rows, want 1", n)
+		}
+
+		// Namespace work has no Agent.
+		nsWork := store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkNamespaceReconcile, IdempotencyKey: a.NamespaceID + ":reconcile",
+			NamespaceID: a.NamespaceID, State: store.WorkQueued, AvailableAt: at(5), CreatedAt: at(5), UpdatedAt: at(5),
+		}
+		got, err = h.Store.EnqueueWork(ctx(t), nsWork)
+		must(t, "EnqueueWork namespace work", err)
+		if got.AgentID != "" || got.RevisionID != "" || got.ActorID != "" {
+			t.Errorf("namespace work came back with agent %q, revision %q, actor %q; want none", got.AgentID, got.RevisionID, got.ActorID)
+		}
+
+		dupID := f.newWork(a, store.WorkAgentStop)
+		dupID.ID = in.ID
+		_, err = h.Store.EnqueueWork(ctx(t), dupID)
+		wantErr(t, "EnqueueWork with an existing id and a new key", err, errkind.Conflict, "")
+		bad := f.newWork(a, store.WorkAgentStop)
+		bad.State = "paused"
+		_, err = h.Store.EnqueueWork(ctx(t), bad)
+		wantErr(t, "EnqueueWork with an unknown state", err, errkind.Invalid, "")
+		_, err = h.Store.GetWork(ctx(t), ids.New(ids.WorkItem))
+		wantErr(t, "GetWork unknown id", err, errkind.NotFound, "")
+		_, err = h.Store.GetWorkByKey(ctx(t), "nope")
+		wantErr(t, "GetWorkByKey unknown key", err, errkind.NotFound, "")
+	}},
+	{"Work/ClaimOrder", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		cfg := f.configuration(f.namespace())
+		a, b, c := f.agent(cfg), f.agent(cfg), f.agent(cfg)
+		a1 := f.work(a, store.WorkRevisionDeploy)
+		a2 := f.work(a, store.WorkAgentStop)
+		b1 := f.work(b, store.WorkRevisionDeploy)
+		n := f.now()
+		nsWork, err := h.Store.EnqueueWork(ctx(t), store.WorkItem{
+			ID: ids.New(ids.WorkItem), Kind: store.WorkNamespaceReconcile, IdempotencyKey: "ns:reconcile",
+			NamespaceID: cfg.NamespaceID, AvailableAt: at(n), CreatedAt: at(n), UpdatedAt: at(n),
+		})
+		must(t, "EnqueueWork namespace work", err)
+		later := f.newWork(c, store.WorkRevisionDeploy)
+		later.AvailableAt = at(500)
+		later, err = h.Store.EnqueueWork(ctx(t), later)
+		must(t, "EnqueueWork later", err)
+
+		now := at(100)
+		_, _, err = h.Store.ClaimWork(ctx(t), store.Claim{Now: now, Lease: time.Minute})
+		wantErr(t, "ClaimWork without a token", err, errkind.Invalid, "")
+
+		got, ok := claimAt(t, h, "tok-1", now)
+		if !ok {
+			t.Fatalf("first ClaimWork found nothing")
+		}
+		check(t, "first claim (oldest item)", claimed(a1, "tok-1", now, 1), got)
+		// a2 waits for a1 (same Agent); b1 and the namespace work may go.
+		for i, want := range []store.WorkItem{b1, nsWork} {
+			tok := fmt.Sprintf("tok-%d", i+2)
+			got, ok := claimAt(t, h, tok, now)
+			if !ok {
+				t.Fatalf("claim %d found nothing, want %s", i+2, want.Kind)
+			}
+			check(t, fmt.Sprintf("claim %d", i+2), claimed(want, tok, now, 1), got)
+		}
+		if got, ok := claimAt(t, h, "tok-x", now); ok {
+			t.Fatalf("ClaimWork claimed %s (%s) while only blocked or future work remains", got.ID, got.Kind)
+		}
+		must(t, "FinishWork a1", h.Store.FinishWork(ctx(t), a1.ID, "tok-1", store.WorkSucceeded, "", "", now))
+		got, ok = claimAt(t, h, "tok-5", now)
+		if !ok || got.ID != a2.ID {
+			t.Fatalf("claim after a1 finished = %s (found %v), want a2 %s", got.ID, ok, a2.ID)
+		}
+		// Once everything else is finished, the future item is claimed when due.
+		for _, done := range []struct{ id, tok string }{{b1.ID, "tok-2"}, {nsWork.ID, "tok-3"}, {a2.ID, "tok-5"}} {
+			must(t, "FinishWork", h.Store.FinishWork(ctx(t), done.id, done.tok, store.WorkSucceeded, "", "", now))
+		}
+		if got, ok := claimAt(t, h, "tok-x", at(499)); ok {
+			t.Fatalf("claimed %s before it was due", got.ID)
+		}
+		got, ok = claimAt(t, h, "tok-6", at(500))
+		if !ok || got.ID != later.ID {
+			t.Fatalf("claim once due = %s (found %v), want %s", got.ID, ok, later.ID)
+		}
+	}},
+	{"Work/LeaseRenewFinish", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		a := f.agent()
+		w := f.work(a, store.WorkRevisionDeploy)
+		now := at(100)
+		if _, ok := claimAt(t, h, "tok-1", now); !ok {
+			t.Fatalf("ClaimWork found nothing")
+		}
+		if got, ok := claimAt(t, h, "tok-2", now.Add(30*time.Second)); ok {
+			t.Fatalf("claimed %s while its lease is live", got.ID)
+		}
+		must(t, "RenewWork", h.Store.RenewWork(ctx(t), w.ID, "tok-1", now.Add(2*time.Minute)))
+		if got, ok := claimAt(t, h, "tok-2", now.Add(90*time.Second)); ok {
+			t.Fatalf("claimed %s while its renewed lease is live", got.ID)
+		}
+		// The lease expires: another worker takes over.
+		takeover := now.Add(3 * time.Minute)
+		got, ok := claimAt(t, h, "tok-2", takeover)
+		if !ok {
+			t.Fatalf("ClaimWork did not take over an expired lease")
+		}
+		check(t, "claim of an expired lease", claimed(w, "tok-2", takeover, 2), got)
+
+		// The first worker's token no longer works.
+		wantErr(t, "RenewWork with a lost claim", h.Store.RenewWork(ctx(t), w.ID, "tok-1", takeover), errkind.Conflict, "")
+		wantErr(t, "RetryWork with a lost claim", h.Store.RetryWork(ctx(t), w.ID, "tok-1", takeover, store.WorkAttempt{}), errkind.Conflict, "")
+		wantErr(t, "FinishWork with a lost claim",
+			h.Store.FinishWork(ctx(t), w.ID, "tok-1", store.WorkSucceeded, "", "", takeover), errkind.Conflict, "")
+		wantErr(t, "RenewWork unknown id", h.Store.RenewWork(ctx(t), ids.New(ids.WorkItem), "tok-2", takeover), errkind.NotFound, "")
+		wantErr(t, "FinishWork to a non-final state",
+			h.Store.FinishWork(ctx(t), w.ID, "tok-2", store.WorkRunning, "", "", takeover), errkind.Invalid, "")
+
+		done := takeover.Add(time.Second)
+		must(t, "FinishWork", h.Store.FinishWork(ctx(t), w.ID, "tok-2", store.WorkFailedPermanent,
+			"WORKSPACE_SETUP_UNSUPPORTED", "the compute driver cannot stage workspace files", done))
+		got, err := h.Store.GetWork(ctx(t), w.ID)
+		must(t, "GetWork", err)
+		want := w
+		want.State, want.Attempts, want.ReasonCode = store.WorkFailedPermanent, 2, "WORKSPACE_SETUP_UNSUPPORTED"
+		want.LastError = "the compute driver cannot stage workspace files"
+		want.CompletedAt, want.UpdatedAt = stored(done), stored(done)
+		check(t, "finished work item", want, got)
+		wantErr(t, "FinishWork twice",
+			h.Store.FinishWork(ctx(t), w.ID, "tok-2", store.WorkSucceeded, "", "", done), errkind.Conflict, "")
+		if got, ok := claimAt(t, h, "tok-3", done.Add(time.Hour)); ok {
+			t.Fatalf("claimed finished work %s", got.ID)
+		}
+	}},
+	{"Work/Retry", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		a := f.agent()
+		w := f.work(a, store.WorkRevisionDeploy)
+		now := at(100)
+		if _, ok := claimAt(t, h, "tok-1", now); !ok {
+			t.Fatalf("ClaimWork found nothing")
+		}
+		attempt := store.WorkAttempt{Code: "AGENT_GATEWAY_UNAVAILABLE", Message: "gateway not ready", At: now.Add(10 * time.Second)}
+		retryAt := now.Add(time.Minute)
+		must(t, "RetryWork", h.Store.RetryWork(ctx(t), w.ID, "tok-1", retryAt, attempt))
+		got, err := h.Store.GetWork(ctx(t), w.ID)
+		must(t, "GetWork", err)
+		want := w
+		want.Attempts, want.AvailableAt, want.LastError = 1, stored(retryAt), attempt.Message
+		want.LastAttempt = &store.WorkAttempt{Code: attempt.Code, Message: attempt.Message, At: stored(attempt.At)}
+		want.UpdatedAt = stored(attempt.At)
+		check(t, "work item after RetryWork", want, got)
+
+		if got, ok := claimAt(t, h, "tok-2", now.Add(30*time.Second)); ok {
+			t.Fatalf("claimed %s before its retry time", got.ID)
+		}
+		got, ok := claimAt(t, h, "tok-2", retryAt)
+		if !ok {
+			t.Fatalf("ClaimWork did not find the retried item")
+		}
+		check(t, "second claim", claimed(want, "tok-2", retryAt, 2), got)
+	}},
+	{"Work/CancelAgentWork", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		cfg := f.configuration(f.namespace())
+		a, b := f.agent(cfg), f.agent(cfg)
+		running := f.work(a, store.WorkRevisionDeploy)
+		if got, ok := claimAt(t, h, "tok-1", at(100)); !ok || got.ID != running.ID {
+			t.Fatalf("ClaimWork = %s, %v; want %s", got.ID, ok, running.ID)
+		}
+		deploy := f.work(a, store.WorkRevisionDeploy)
+		stop := f.work(a, store.WorkAgentStop)
+		otherAgent := f.work(b, store.WorkRevisionDeploy)
+
+		now := at(200)
+		n, err := h.Store.CancelAgentWork(ctx(t), a.NamespaceID, a.ID, nil, now)
+		must(t, "CancelAgentWork without kinds", err)
+		if n != 0 {
+			t.Errorf("CancelAgentWork without kinds = %d, want 0", n)
+		}
+		n, err = h.Store.CancelAgentWork(ctx(t), a.NamespaceID, a.ID, []string{store.WorkRevisionDeploy}, now)
+		must(t, "CancelAgentWork", err)
+		if n != 1 {
+			t.Errorf("CancelAgentWork = %d, want 1", n)
+		}
+		got, err := h.Store.GetWork(ctx(t), deploy.ID)
+		must(t, "GetWork", err)
+		want := deploy
+		want.State, want.CompletedAt, want.UpdatedAt = store.WorkCancelled, stored(now), stored(now)
+		check(t, "cancelled work item", want, got)
+		for _, tt := range []struct {
+			w     store.WorkItem
+			state store.WorkState
+		}{{running, store.WorkRunning}, {stop, store.WorkQueued}, {otherAgent, store.WorkQueued}} {
+			got, err := h.Store.GetWork(ctx(t), tt.w.ID)
+			must(t, "GetWork", err)
+			if got.State != tt.state {
+				t.Errorf("work %s (%s) is %s after CancelAgentWork, want %s", tt.w.ID, tt.w.Kind, got.State, tt.state)
+			}
+		}
+	}},
+	{"Work/ConcurrentClaims", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		cfg := f.configuration(f.namespace())
+		const items, workers = 6, 10
+		for i := 0; i < items; i++ {
+			f.work(f.agent(cfg), store.WorkRevisionDeploy)
+		}
+		var mu sync.Mutex
+		claimedBy := map[string]string{}
+		var wg sync.WaitGroup
+		for i := 0; i < workers; i++ {
+			wg.Add(1)
+			go func(token string) {
+				defer wg.Done()
+				for {
+					w, ok, err := h.Store.ClaimWork(ctx(t), store.Claim{Token: token, Now: at(100), Lease: time.Minute})
+					if err != nil {
+						t.Errorf("concurrent ClaimWork: %v", err)
+						return
+					}
+					if !ok {
+						return
+					}
+					mu.Lock()
+					if prev, dup := claimedBy[w.ID]; dup {
+						t.Errorf("work %s claimed by %s and %s", w.ID, prev, token)
+					}
+					claimedBy[w.ID] = token
+					mu.Unlock()
+				}
+			}(fmt.Sprintf("worker-%d", i))
+		}
+		wg.Wait()
+		if len(claimedBy) != items {
+			t.Errorf("claimed %d items, want %d", len(claimedBy), items)
+		}
+	}},
+}
+
+// activation prepares an Agent that wants to run, with a pending setup, a
+// revision and a claimed deploy work item.
+type activation struct {
+	agent store.Agent
+	setup store.WorkspaceSetup
+	rev   store.Revision
+	work  store.WorkItem
+	in    store.Activation
+}
+
+func newActivation(t *testing.T, h Harness, f *fixture) activation {
+	t.Helper()
+	a, ws := f.agentWithSetup()
+	_, err := h.Store.SetAgentRuntimeState(ctx(t), a.NamespaceID, a.ID, store.RuntimeRunning, at(f.now()))
+	must(t, "SetAgentRuntimeState", err)
+	rev := f.revision(a)
+	w := f.newWork(a, store.WorkRevisionDeploy)
+	w.RevisionID = rev.ID
+	w, err = h.Store.EnqueueWork(ctx(t), w)
+	must(t, "EnqueueWork", err)
+	token := "tok-" + w.ID
+	if got, ok := claimAt(t, h, token, at(300)); !ok || got.ID != w.ID {
+		t.Fatalf("ClaimWork = %s, %v; want %s", got.ID, ok, w.ID)
+	}
+	return activation{
+		agent: a, setup: ws, rev: rev, work: w,
+		in: store.Activation{
+			NamespaceID: a.NamespaceID, AgentID: a.ID, RevisionID: rev.ID, WorkID: w.ID,
+			ClaimToken: token, SetupID: ws.ID, Now: at(300).Add(10 * time.Second),
+		},
+	}
+}
+
+var activationCases = []testCase{
+	{"Activate/Success", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		act := newActivation(t, h, f)
+		must(t, "ActivateRevision", h.Store.ActivateRevision(ctx(t), act.in))
+
+		a, err := h.Store.GetAgent(ctx(t), act.agent.NamespaceID, act.agent.ID)
+		must(t, "GetAgent", err)
+		if a.ActiveRevisionID != act.rev.ID || !a.UpdatedAt.Equal(stored(act.in.Now)) {
+			t.Errorf("agent after activation: active revision %q updated %v, want %q and %v",
+				a.ActiveRevisionID, a.UpdatedAt, act.rev.ID, stored(act.in.Now))
+		}
+		ws, err := h.Store.GetWorkspaceSetup(ctx(t), a.NamespaceID, a.ID)
+		must(t, "GetWorkspaceSetup", err)
+		check(t, "setup after activation",
+			store.WorkspaceSetup{ID: act.setup.ID, NamespaceID: a.NamespaceID, AgentID: a.ID, DefaultsID: defaultsID, Completed: true}, ws)
+		w, err := h.Store.GetWork(ctx(t), act.work.ID)
+		must(t, "GetWork", err)
+		want := act.work
+		want.State, want.Attempts = store.WorkSucceeded, 1
+		want.CompletedAt, want.UpdatedAt = stored(act.in.Now), stored(act.in.Now)
+		check(t, "work item after activation", want, w)
+
+		// An Agent without a setup activates without SetupID.
+		b := newActivation(t, h, f)
+		b.in.SetupID = ""
+		must(t, "ActivateRevision without setup", h.Store.ActivateRevision(ctx(t), b.in))
+		ws, err = h.Store.GetWorkspaceSetup(ctx(t), b.agent.NamespaceID, b.agent.ID)
+		must(t, "GetWorkspaceSetup", err)
+		if ws.Completed {
+			t.Errorf("ActivateRevision without SetupID completed the setup")
+		}
+	}},
+	{"Activate/RefusedLeavesNothingChanged", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		tests := []struct {
+			name    string
+			prepare func(act *activation)
+		}{
+			{"lost claim", func(act *activation) { act.in.ClaimToken = "tok-other" }},
+			{"expired lease", func(act *activation) { act.in.Now = at(300).Add(time.Minute) }},
+			{"agent stopped", func(act *activation) {
+				_, err := h.Store.SetAgentRuntimeState(ctx(t), act.agent.NamespaceID, act.agent.ID, store.RuntimeStopped, at(301))
+				must(t, "SetAgentRuntimeState", err)
+			}},
+			{"agent deleting", func(act *activation) {
+				_, err := h.Store.MarkAgentDeleting(ctx(t), act.agent.NamespaceID, act.agent.ID, "usr_1", at(301))
+				must(t, "MarkAgentDeleting", err)
+			}},
+			{"revision of another agent", func(act *activation) { act.in.RevisionID = f.revision(f.agent()).ID }},
+			{"unknown setup", func(act *activation) { act.in.SetupID = ids.New(ids.WorkspaceSetup) }},
+		}
+		for _, tt := range tests {
+			act := newActivation(t, h, f)
+			tt.prepare(&act)
+			wantErr(t, "ActivateRevision with "+tt.name, h.Store.ActivateRevision(ctx(t), act.in), errkind.Conflict, "")
+
+			a, err := h.Store.GetAgent(ctx(t), act.agent.NamespaceID, act.agent.ID)
+			must(t, "GetAgent", err)
+			if a.ActiveRevisionID != "" {
+				t.Errorf("%s: agent has active revision %q after a refused activation", tt.name, a.ActiveRevisionID)
+			}
+			ws, err := h.Store.GetWorkspaceSetup(ctx(t), a.NamespaceID, a.ID)
+			must(t, "GetWorkspaceSetup", err)
+			check(t, tt.name+": setup after a refused activation", act.setup, ws)
+			w, err := h.Store.GetWork(ctx(t), act.work.ID)
+			must(t, "GetWork", err)
+			if w.State != store.WorkRunning || w.ClaimToken != "tok-"+act.work.ID {
+				t.Errorf("%s: work item is %s with token %q after a refused activation, want still running and claimed", tt.name, w.State, w.ClaimToken)
+			}
+		}
+	}},
+}
