@@ -1,0 +1,78 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// recordingStore captures appended events; any other call panics.
+type recordingStore struct {
+	store.Store
+	events   []store.AuditEvent
+	subjects []string
+}
+
+func (r *recordingStore) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
+	r.events = append(r.events, e)
+	r.subjects = append(r.subjects, authz.SubjectFrom(ctx).ID)
+	return nil
+}
+
+func TestRecordDropsDetailsOffTheAllowlist(t *testing.T) {
+	st := &recordingStore{}
+	var logs bytes.Buffer
+	now := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
+	r := NewRecorder(st, func() time.Time { return now }, func(context.Context) string { return "req_1" },
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := authz.WithSubject(context.Background(), &authz.Subject{ID: "usr_1", Kind: authz.KindUser, Credential: "session"})
+	err := r.Mutation(ctx, nil, "openclaw.things.create", store.AuditResource{Kind: store.KindNamespace, ID: "ns_1"},
+		map[string]string{"name": "team", "content": "SECRET-FILE-TEXT", "password": "hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.events[0]
+	want := store.AuditEvent{ID: got.ID, OccurredAt: now.Truncate(time.Microsecond), Kind: store.AuditMutation, ActorID: "usr_1",
+		Credential: "session", RequestID: "req_1", Action: "openclaw.things.create",
+		Resource: store.AuditResource{Kind: store.KindNamespace, ID: "ns_1", NamespaceID: "ns_1"},
+		Outcome:  store.OutcomeSuccess, Details: map[string]string{"name": "team"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("event (-want +got):\n%s", diff)
+	}
+	if st.subjects[0] != authz.SystemAudit {
+		t.Errorf("written as %q, want %q", st.subjects[0], authz.SystemAudit)
+	}
+	if strings.Contains(logs.String(), "SECRET-FILE-TEXT") || strings.Contains(logs.String(), "hunter2") {
+		t.Error("a dropped detail's value reached the log")
+	}
+	if !strings.Contains(logs.String(), "content") {
+		t.Error("the dropped key was not logged")
+	}
+}
+
+func TestDenialsWaitForFlush(t *testing.T) {
+	st := &recordingStore{}
+	r := NewRecorder(st, nil, nil, nil)
+	s := &authz.Subject{ID: "usr_2", Kind: authz.KindUser, Credential: "session"}
+	ctx := WithDenialBuffer(context.Background())
+	r.Denial(ctx, s, store.ActionDelete, authz.NamespaceResource("ns_9"), authz.Decision{Restricted: true, Restriction: "rst_1"})
+	if len(st.events) != 0 {
+		t.Fatal("a buffered denial was written before Flush")
+	}
+	r.Flush(ctx)
+	if len(st.events) != 1 || st.events[0].ReasonCode != "RESTRICTED" || st.events[0].Outcome != store.OutcomeDenied {
+		t.Fatalf("events after Flush = %+v", st.events)
+	}
+	r.Flush(ctx)
+	if len(st.events) != 1 {
+		t.Fatal("Flush wrote the same denial twice")
+	}
+}
