@@ -28,8 +28,8 @@ const DefaultsID = "c017a28c6f49a9f34629782addcf4d4fe704ee7cb8e068efc6447016ebe2
 var templatesFS embed.FS
 
 var defaults = sync.OnceValue(func() map[string]string {
-	m := make(map[string]string, len(Names))
-	for _, name := range Names {
+	m := make(map[string]string, len(canonical))
+	for _, name := range canonical {
 		raw, err := templatesFS.ReadFile("templates/" + name)
 		if err != nil {
 			panic("workspace: embedded template missing: " + err.Error()) // build error
@@ -57,8 +57,8 @@ func Defaults() map[string]string {
 // JSON.stringify writes an undefined array element, so the result then
 // matches no real defaults.
 func ComputeDefaultsID(files map[string]string) string {
-	entries := make([]any, 0, len(Names))
-	for _, name := range Names {
+	entries := make([]any, 0, len(canonical))
+	for _, name := range canonical {
 		if content, ok := files[name]; ok {
 			entries = append(entries, []string{name, content})
 		} else {
