@@ -146,9 +146,12 @@ type Store interface {
 
 	// ActivateRevision is the activation transaction: it re-checks that
 	// the claim is still held and the Agent is active and wants to run,
-	// makes the revision the Agent's active revision, completes the
-	// pending setup when a.SetupID is set, and finishes the work item as
-	// succeeded — all or nothing. Conflict when any check fails.
+	// makes the revision the Agent's active revision and completes the
+	// pending setup when a.SetupID is set — all or nothing. Conflict when
+	// any check fails. The work item stays claimed: the worker finishes it
+	// after retiring older revisions, so that nothing else acts on the
+	// Agent meanwhile. Repeating it (after a crash) is harmless: the setup
+	// completion is idempotent.
 	ActivateRevision(ctx context.Context, a Activation) error
 
 	// Workspace setups (private). CompleteWorkspaceSetup clears the files

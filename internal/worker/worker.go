@@ -322,8 +322,8 @@ func revisionOf(r store.Revision, agentName string) compute.Revision {
 
 // deploy prepares and activates one revision. Order: the setup capability
 // check (before anything touches the backend), prepare until ready,
-// driver activation, then the activation transaction, then retirement of
-// older revisions.
+// driver activation, the activation transaction, retirement of older
+// revisions, and only then the end of the work item.
 func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
 	if errkind.Is(err, errkind.NotFound) {
@@ -387,8 +387,11 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 		}
 		return outcome{code: "ACTIVATION_FAILED", message: "The activation could not be recorded.", err: err}
 	}
+	// Retire older revisions while still holding the claim, then finish:
+	// the Agent's next work item cannot start before this one is done with
+	// the backend.
 	w.retireOlder(ctx, rev, agent.Name)
-	return outcome{finished: true}
+	return succeeded()
 }
 
 // retireOlder retires every revision older than rev. It is best effort:

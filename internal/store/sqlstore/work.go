@@ -295,9 +295,9 @@ func (s *Store) ActivateRevision(ctx context.Context, a store.Activation) error 
 				return err
 			}
 		}
-		_, err = tx.exec(ctx, `UPDATE controller_work
-			SET state = 'succeeded', reason_code = NULL, completed_at = ?, claim_token = NULL, lease_expires_at = NULL, updated_at = ?
-			WHERE id = ?`, tx.t(a.Now), tx.t(a.Now), a.WorkID)
-		return tx.dbErr(op, err)
+		// The work item stays claimed: the worker retires older revisions
+		// and then finishes it, so that the Agent's next item cannot start
+		// while this one still acts on the backend.
+		return nil
 	})
 }

@@ -436,10 +436,22 @@ var activationCases = []testCase{
 			store.WorkspaceSetup{ID: act.setup.ID, NamespaceID: a.NamespaceID, AgentID: a.ID, DefaultsID: defaultsID, Completed: true}, ws)
 		w, err := h.Store.GetWork(ctx(t), act.work.ID)
 		must(t, "GetWork", err)
+		if w.State != store.WorkRunning || w.ClaimToken != act.in.ClaimToken {
+			t.Errorf("work item after activation is %s with token %q; want still running and claimed", w.State, w.ClaimToken)
+		}
+		// Repeating the activation (a worker that crashed before finishing)
+		// succeeds and changes nothing; then the worker finishes the item.
+		must(t, "ActivateRevision again", h.Store.ActivateRevision(ctx(t), act.in))
+		ws2, err := h.Store.GetWorkspaceSetup(ctx(t), a.NamespaceID, a.ID)
+		must(t, "GetWorkspaceSetup", err)
+		check(t, "setup after a repeated activation", ws, ws2)
+		must(t, "FinishWork", h.Store.FinishWork(ctx(t), act.work.ID, act.in.ClaimToken, store.WorkSucceeded, "", "", act.in.Now))
+		w, err = h.Store.GetWork(ctx(t), act.work.ID)
+		must(t, "GetWork", err)
 		want := act.work
 		want.State, want.Attempts = store.WorkSucceeded, 1
 		want.CompletedAt, want.UpdatedAt = stored(act.in.Now), stored(act.in.Now)
-		check(t, "work item after activation", want, w)
+		check(t, "work item after finishing", want, w)
 
 		// An Agent without a setup activates without SetupID.
 		b := newActivation(t, h, f)
