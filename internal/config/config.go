@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -57,18 +58,37 @@ type Config struct {
 	LogLevel string
 	// LogFormat is text (human-readable) or json.
 	LogFormat string
+	// ComputeDriver selects the Compute backend Agents run on: "local"
+	// (the embedded default: one OpenClaw gateway process per Agent on
+	// this host) or "none" (deployments fail with COMPUTE_NOT_CONFIGURED).
+	ComputeDriver string
+	// OpenClawRuntime is the directory scripts/install-runtime.sh
+	// installed Node 24 and OpenClaw into. Empty means the script's
+	// default location.
+	OpenClawRuntime string
+	// GatewayAPIKeyFile is the service key file for routed gateway access
+	// (Kubernetes): read for every operation, never logged.
+	GatewayAPIKeyFile string
+	// GatewayCAFile optionally adds CA certificates (PEM) to the system
+	// roots for routed gateway TLS.
+	GatewayCAFile string
+	// WorkspaceFileTimeout bounds one workspace file read or write,
+	// including admission and the native call.
+	WorkspaceFileTimeout time.Duration
 }
 
 // Defaults. The data directory is relative to the working directory until
 // Load makes it absolute.
 const (
-	DefaultDataDir             = ".occ"
-	DefaultListen              = "127.0.0.1:8080"
-	DefaultSessionTTL          = 12 * time.Hour
-	DefaultShutdownTimeout     = 15 * time.Second
-	DefaultBootstrapAdminEmail = "admin@localhost"
-	DefaultLogLevel            = "info"
-	DefaultLogFormat           = "text"
+	DefaultComputeDriver        = "local"
+	DefaultWorkspaceFileTimeout = 30 * time.Second
+	DefaultDataDir              = ".occ"
+	DefaultListen               = "127.0.0.1:8080"
+	DefaultSessionTTL           = 12 * time.Hour
+	DefaultShutdownTimeout      = 15 * time.Second
+	DefaultBootstrapAdminEmail  = "admin@localhost"
+	DefaultLogLevel             = "info"
+	DefaultLogFormat            = "text"
 )
 
 // Default returns the configuration used when nothing is set: the embedded
@@ -83,13 +103,15 @@ func Default() Config {
 // "not set anywhere" (derive it from the final listen address) from "set".
 func defaults() Config {
 	return Config{
-		DataDir:             DefaultDataDir,
-		Listen:              DefaultListen,
-		SessionTTL:          DefaultSessionTTL,
-		ShutdownTimeout:     DefaultShutdownTimeout,
-		BootstrapAdminEmail: DefaultBootstrapAdminEmail,
-		LogLevel:            DefaultLogLevel,
-		LogFormat:           DefaultLogFormat,
+		DataDir:              DefaultDataDir,
+		Listen:               DefaultListen,
+		SessionTTL:           DefaultSessionTTL,
+		ShutdownTimeout:      DefaultShutdownTimeout,
+		BootstrapAdminEmail:  DefaultBootstrapAdminEmail,
+		LogLevel:             DefaultLogLevel,
+		LogFormat:            DefaultLogFormat,
+		ComputeDriver:        DefaultComputeDriver,
+		WorkspaceFileTimeout: DefaultWorkspaceFileTimeout,
 	}
 }
 
@@ -149,6 +171,21 @@ func (c *Config) Validate() error {
 	case "text", "json":
 	default:
 		add(fmt.Errorf("log format %q is not one of text, json", c.LogFormat))
+	}
+	switch c.ComputeDriver {
+	case "local", "none":
+	default:
+		add(fmt.Errorf("compute driver %q is not one of local, none", c.ComputeDriver))
+	}
+	if c.WorkspaceFileTimeout <= 0 {
+		add(fmt.Errorf("workspace file timeout must be positive, got %s", c.WorkspaceFileTimeout))
+	}
+	for _, f := range []struct{ name, path string }{
+		{"OpenClaw runtime", c.OpenClawRuntime}, {"gateway API key file", c.GatewayAPIKeyFile}, {"gateway CA file", c.GatewayCAFile},
+	} {
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			add(fmt.Errorf("%s %q must be an absolute path", f.name, f.path))
+		}
 	}
 	return errors.Join(errs...)
 }

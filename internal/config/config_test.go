@@ -62,6 +62,16 @@ bootstrapAdmin:
 log:
   level: debug
   format: json
+drivers:
+  compute:
+    driver: none
+runtime:
+  openclaw: /opt/occ/runtime
+gateway:
+  apiKeyFile: /etc/openclaw/gateway-api-key/key
+  caFile: /etc/openclaw/gateway-ca/ca.crt
+workspaceFiles:
+  timeout: 10s
 `
 
 func fullFileConfig() Config {
@@ -77,6 +87,11 @@ func fullFileConfig() Config {
 		BootstrapAdminPasswordFile: "/run/secrets/occ-admin",
 		LogLevel:                   "debug",
 		LogFormat:                  "json",
+		ComputeDriver:              "none",
+		OpenClawRuntime:            "/opt/occ/runtime",
+		GatewayAPIKeyFile:          "/etc/openclaw/gateway-api-key/key",
+		GatewayCAFile:              "/etc/openclaw/gateway-ca/ca.crt",
+		WorkspaceFileTimeout:       10 * time.Second,
 	}
 }
 
@@ -266,6 +281,11 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"bootstrap-admin-password-file": "/run/secrets/pw",
 		"log-level":                     "debug",
 		"log-format":                    "json",
+		"compute-driver":                "none",
+		"openclaw-runtime":              "/opt/occ/runtime",
+		"gateway-api-key-file":          "/etc/occ/key",
+		"gateway-ca-file":               "/etc/occ/ca.pem",
+		"workspace-file-timeout":        "5s",
 	}
 	for _, o := range options {
 		t.Run(o.flag, func(t *testing.T) {

@@ -94,6 +94,32 @@ var options = []option{
 		usage: "text or json",
 		set:   func(c *Config, s string) error { c.LogFormat = s; return nil },
 	},
+	{
+		flag: "compute-driver", env: "OCC_COMPUTE_DRIVER", yaml: "drivers.compute.driver", typ: "name", def: DefaultComputeDriver,
+		usage: "Compute backend for Agents: local (a gateway process per Agent on this host) or none",
+		set:   func(c *Config, s string) error { c.ComputeDriver = s; return nil },
+	},
+	{
+		flag: "openclaw-runtime", env: "OCC_OPENCLAW_RUNTIME", yaml: "runtime.openclaw", typ: "path",
+		usage: "directory with Node 24 and OpenClaw installed by scripts/install-runtime.sh; empty means its default location",
+		set:   func(c *Config, s string) error { c.OpenClawRuntime = s; return nil },
+	},
+	{
+		flag: "gateway-api-key-file", env: "OCC_GATEWAY_API_KEY_PATH", yaml: "gateway.apiKeyFile", typ: "path",
+		usage: "service key file for routed gateway access, read for every operation",
+		set:   func(c *Config, s string) error { c.GatewayAPIKeyFile = s; return nil },
+	},
+	{
+		flag: "gateway-ca-file", env: "OCC_GATEWAY_CA_FILE", yaml: "gateway.caFile", typ: "path",
+		usage: "PEM CA bundle added to the system roots for routed gateway TLS",
+		set:   func(c *Config, s string) error { c.GatewayCAFile = s; return nil },
+	},
+	{
+		flag: "workspace-file-timeout", env: "OCC_WORKSPACE_FILE_TIMEOUT", yaml: "workspaceFiles.timeout", typ: "duration",
+		def:   shortDuration(DefaultWorkspaceFileTimeout),
+		usage: "deadline of one workspace file read or write, including the native call",
+		set:   func(c *Config, s string) error { return setDuration(&c.WorkspaceFileTimeout, s) },
+	},
 }
 
 // shortDuration prints 12h rather than time.Duration's 12h0m0s in --help.
@@ -243,6 +269,31 @@ type fileConfig struct {
 	ShutdownTimeout time.Duration      `yaml:"shutdownTimeout"`
 	BootstrapAdmin  fileBootstrapAdmin `yaml:"bootstrapAdmin"`
 	Log             fileLog            `yaml:"log"`
+	Drivers         fileDrivers        `yaml:"drivers"`
+	Runtime         fileRuntime        `yaml:"runtime"`
+	Gateway         fileGateway        `yaml:"gateway"`
+	WorkspaceFiles  fileWorkspaceFiles `yaml:"workspaceFiles"`
+}
+
+type fileDrivers struct {
+	Compute fileCompute `yaml:"compute"`
+}
+
+type fileCompute struct {
+	Driver string `yaml:"driver"`
+}
+
+type fileRuntime struct {
+	OpenClaw string `yaml:"openclaw"`
+}
+
+type fileGateway struct {
+	APIKeyFile string `yaml:"apiKeyFile"`
+	CAFile     string `yaml:"caFile"`
+}
+
+type fileWorkspaceFiles struct {
+	Timeout time.Duration `yaml:"timeout"`
 }
 
 type fileBootstrapAdmin struct {
@@ -262,6 +313,11 @@ var sectionOf = map[string]string{
 	"config.fileConfig":         "",
 	"config.fileBootstrapAdmin": "bootstrapAdmin.",
 	"config.fileLog":            "log.",
+	"config.fileDrivers":        "drivers.",
+	"config.fileCompute":        "drivers.compute.",
+	"config.fileRuntime":        "runtime.",
+	"config.fileGateway":        "gateway.",
+	"config.fileWorkspaceFiles": "workspaceFiles.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
@@ -290,6 +346,10 @@ func decodeFile(data []byte, c *Config) error {
 		ShutdownTimeout: c.ShutdownTimeout,
 		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
 		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
+		Drivers:         fileDrivers{Compute: fileCompute{Driver: c.ComputeDriver}},
+		Runtime:         fileRuntime{OpenClaw: c.OpenClawRuntime},
+		Gateway:         fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile},
+		WorkspaceFiles:  fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -317,6 +377,11 @@ func decodeFile(data []byte, c *Config) error {
 		BootstrapAdminPasswordFile: fc.BootstrapAdmin.PasswordFile,
 		LogLevel:                   fc.Log.Level,
 		LogFormat:                  fc.Log.Format,
+		ComputeDriver:              fc.Drivers.Compute.Driver,
+		OpenClawRuntime:            fc.Runtime.OpenClaw,
+		GatewayAPIKeyFile:          fc.Gateway.APIKeyFile,
+		GatewayCAFile:              fc.Gateway.CAFile,
+		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
 	}
 	return nil
 }

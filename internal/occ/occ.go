@@ -27,6 +27,7 @@ type Service struct {
 	audit    *audit.Recorder
 	now      func() time.Time
 	driverID string
+	files    FileAccess
 }
 
 // New returns a Service over the authorizing store s. driverID names the

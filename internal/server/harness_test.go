@@ -207,3 +207,5 @@ func (e *env) principal(name, roleID, keyNamespace string) (spID, keyID string, 
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

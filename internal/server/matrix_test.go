@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/fake"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
@@ -24,6 +26,7 @@ type fixture struct {
 	target   string // a service principal with no grants, for key issuance
 	agent1   string
 	rev1     string
+	files    string // an Agent with an active revision, for file routes
 	n        int
 }
 
@@ -140,6 +143,14 @@ func matrixRoutes() map[string]matrixRoute {
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deployments/" + f.rev1, nil
 			}},
+		"GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/agents/" + f.files + "/workspace/files/SOUL.md", nil
+			}},
+		"PUT /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": {perm: perm(store.ActionOperate, store.KindAgent), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				return "/namespaces/" + f.ns1 + "/agents/" + f.files + "/workspace/files/SOUL.md", map[string]string{"content": "soul"}
+			}},
 		"GET /workspace-defaults": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/workspace-defaults")},
 
 		"GET /namespaces/{ns}/configurations": {perm: perm(store.ActionRead, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
@@ -213,7 +224,9 @@ func matrixRoutes() map[string]matrixRoute {
 // the test, so new routes cannot skip it.
 func TestAuthorizationMatrix(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
-		e := newEnv(t, st)
+		drv := fake.New(fake.Options{Capabilities: compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}})
+		mem := newMemFiles()
+		e := newEnvWith(t, st, server.Options{Driver: drv, Files: mem})
 		f := &fixture{e: e}
 		f.ns1, f.ns2 = f.namespace(), f.namespace()
 		f.cfg1 = f.configuration()
@@ -228,6 +241,17 @@ func TestAuthorizationMatrix(t *testing.T) {
 		var rev idOnly
 		e.must("POST", "/namespaces/"+f.ns1+"/agents/"+f.agent1+"/deploy", nil, e.admin, 202, &rev)
 		f.rev1 = rev.ID
+		f.files = f.agent()
+		e.must("POST", "/namespaces/"+f.ns1+"/agents/"+f.files+"/deploy", nil, e.admin, 202, nil)
+		for i := 0; i < 50; i++ {
+			if _, err := e.srv.Worker.RunOnce(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mem.files["ws://127.0.0.1:0/fake/"+f.files+"SOUL.md"] = "soul"
+		if drv.Active(f.files) == "" {
+			t.Fatal("the file routes' Agent did not activate")
+		}
 
 		_, noGrant := e.user("nogrant@example.com", "")
 		_, granted := e.user("granted@example.com", authz.RoleAdministratorID)

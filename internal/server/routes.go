@@ -56,6 +56,8 @@ func Routes(a *api.API, h *Health) []Route {
 		{"POST", "/namespaces/{ns}/agents/{agentId}/stop", Authenticated, a.StopAgent},
 		{"GET", "/namespaces/{ns}/agents/{agentId}/revisions", Authenticated, a.ListRevisions},
 		{"GET", "/namespaces/{ns}/agents/{agentId}/deployments/{deploymentId}", Authenticated, a.GetDeployment},
+		{"GET", "/namespaces/{ns}/agents/{agentId}/workspace/files/{name}", Authenticated, a.GetWorkspaceFile},
+		{"PUT", "/namespaces/{ns}/agents/{agentId}/workspace/files/{name}", Authenticated, a.PutWorkspaceFile},
 		{"GET", "/workspace-defaults", Authenticated, a.WorkspaceDefaults},
 
 		{"GET", "/namespaces/{ns}/configurations", Authenticated, a.ListConfigurations},

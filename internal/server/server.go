@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/api"
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/authn"
@@ -49,6 +50,14 @@ type Options struct {
 	Driver compute.Driver
 	// Worker tunes the deployment worker.
 	Worker worker.Options
+	// Files reaches running Agents' gateways for workspace file routes;
+	// nil means those routes answer 503.
+	Files agentgw.FileClient
+	// GatewayKeyFile and GatewayCAFile serve routed endpoints.
+	GatewayKeyFile string
+	GatewayCAFile  string
+	// FileTimeout bounds one workspace file operation (default 30 s).
+	FileTimeout time.Duration
 }
 
 // Server is an assembled OCC API.
@@ -89,6 +98,10 @@ func New(o Options) *Server {
 	})
 	rec = audit.NewRecorder(az, o.Now, httpx.RequestIDFrom, o.Logger)
 	svc := occ.New(az, rec, o.Now, o.Driver.ID())
+	if o.Files != nil {
+		svc.SetFileAccess(occ.FileAccess{Client: o.Files, Driver: o.Driver, KeyFile: o.GatewayKeyFile,
+			CAFile: o.GatewayCAFile, Timeout: o.FileTimeout})
+	}
 	handlers := api.New(svc, authn.NewSessions(az, o.Now, o.SessionTTL, https))
 	routes := Routes(handlers, &Health{Ping: o.Ping})
 

@@ -1,0 +1,259 @@
+package occ
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/openclaw/occ/internal/agentgw"
+	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/workspace"
+)
+
+// ActionWorkspaceFileWrite is the audit action of a workspace file write.
+const ActionWorkspaceFileWrite = "openclaw.agents.workspace.files.write"
+
+// Reason codes of workspace file write audit records.
+const (
+	ReasonUnknownOutcome        = "UNKNOWN_OUTCOME"
+	ReasonDependencyUnavailable = "DEPENDENCY_UNAVAILABLE"
+	ReasonFileMissing           = "FILE_MISSING"
+	ReasonPreconditionFailed    = "PRECONDITION_FAILED"
+)
+
+// FileAccess is how the Service reaches running Agents' gateways. Without
+// it (nil Client or Driver) workspace file routes answer 503.
+type FileAccess struct {
+	Client agentgw.FileClient
+	Driver compute.Driver
+	// KeyFile and CAFile are used for Routed endpoints; without KeyFile a
+	// routed endpoint is unavailable.
+	KeyFile string
+	CAFile  string
+	// Timeout bounds one operation from admission to the native answer
+	// (default 30 s). The request context's cancellation (a client that
+	// disconnects) ends it too.
+	Timeout time.Duration
+}
+
+func (s *Service) fileDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := s.files.Timeout
+	if d <= 0 {
+		d = 30 * time.Second
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// SetFileAccess configures live workspace file access.
+func (s *Service) SetFileAccess(fa FileAccess) { s.files = fa }
+
+// WorkspaceFile is what the API returns for a read.
+type WorkspaceFile struct {
+	Name    string `json:"name"`
+	Content string `json:"content"`
+	Hash    string `json:"-"`
+}
+
+// WrittenFile is what the API returns for a write.
+type WrittenFile struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+	Hash string `json:"-"`
+}
+
+var (
+	errFilesUnavailable = errkind.New(errkind.Unavailable, "Workspace file access is not available for this Agent.")
+	errFileNotFound     = errkind.New(errkind.NotFound, "The requested workspace file was not found.")
+	errGatewayFailed    = errkind.New(errkind.Unavailable, "The Agent's gateway did not complete the operation.")
+	errUnknownOutcome   = errkind.New(errkind.OutcomeUnknown,
+		"The write may or may not have been applied. Read the file and compare its hash before retrying.")
+)
+
+func invalidName() error {
+	return errkind.InvalidDetails("The file name must be AGENTS.md, SOUL.md, IDENTITY.md or USER.md.",
+		errkind.Detail{Path: "/path/name", Code: errkind.DetailInvalidValue})
+}
+
+// activeTarget selects the exact Agent's active revision and resolves the
+// gateway to talk to. Order (reference: getAuthorizedActiveAgentRevision):
+// authorize (404 hidden / 403 visible), then for operate the Agent must be
+// active (409 AGENT_DELETING) and want to run (409 RESOURCE_CONFLICT); an
+// Agent with no active revision, or whose revision row is gone, is 503.
+func (s *Service) activeTarget(ctx context.Context, namespaceID, agentID string, action store.Action) (agentgw.Target, error) {
+	if s.files.Client == nil || s.files.Driver == nil {
+		return agentgw.Target{}, errFilesUnavailable
+	}
+	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
+		return agentgw.Target{}, err
+	}
+	a, err := s.store.GetAgent(ctx, namespaceID, agentID)
+	if err != nil {
+		return agentgw.Target{}, err
+	}
+	if action != store.ActionRead {
+		az, ok := s.store.(*authz.Store)
+		if !ok {
+			return agentgw.Target{}, errkind.New(errkind.Internal, "service store is not the authorizing store")
+		}
+		if err := az.Authorize(ctx, action, authz.Resource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}); err != nil {
+			return agentgw.Target{}, err
+		}
+		if a.Status != store.AgentActive {
+			return agentgw.Target{}, errAgentDeleting()
+		}
+		if a.DesiredRuntimeState != store.RuntimeRunning {
+			return agentgw.Target{}, errkind.New(errkind.Conflict, "The Agent's files are not writable while it is stopped or stopping.")
+		}
+	}
+	if a.ActiveRevisionID == "" {
+		return agentgw.Target{}, errkind.New(errkind.Unavailable, "The Agent has no active revision yet.")
+	}
+	rev, err := s.store.GetRevision(ctx, namespaceID, agentID, a.ActiveRevisionID)
+	if err != nil {
+		if errkind.Is(err, errkind.NotFound) {
+			return agentgw.Target{}, errkind.New(errkind.Unavailable, "The Agent's active revision is not available.")
+		}
+		return agentgw.Target{}, err
+	}
+	ep, err := s.files.Driver.Endpoint(ctx, revisionForDriver(rev, a.Name))
+	if err != nil {
+		return agentgw.Target{}, errkind.Wrap(errkind.Unavailable, "The Agent's gateway cannot be reached through its Compute driver.", err)
+	}
+	t := agentgw.Target{URL: ep.URL}
+	switch ep.Transport {
+	case compute.Direct:
+		t.Transport, t.TokenFile = agentgw.Direct, ep.TokenFile
+	case compute.Routed:
+		if s.files.KeyFile == "" {
+			return agentgw.Target{}, errkind.New(errkind.Unavailable, "Routed gateway access is not configured (no service key file).")
+		}
+		t.Transport, t.KeyFile, t.CAFile = agentgw.Routed, s.files.KeyFile, s.files.CAFile
+	default:
+		return agentgw.Target{}, errFilesUnavailable
+	}
+	return t, nil
+}
+
+func revisionForDriver(r store.Revision, agentName string) compute.Revision {
+	return compute.Revision{ID: r.ID, NamespaceID: r.NamespaceID, AgentID: r.AgentID, AgentName: agentName,
+		Number: r.Number, ConfigurationID: r.ConfigurationID, ConfigurationGeneration: r.ConfigurationGeneration,
+		Configuration: r.Configuration}
+}
+
+// GetWorkspaceFile reads one of the four files from the Agent's running
+// gateway. Reads are not audited (denials are, by the authorization layer).
+func (s *Service) GetWorkspaceFile(ctx context.Context, namespaceID, agentID, name string) (WorkspaceFile, error) {
+	if s.files.Client == nil || s.files.Driver == nil {
+		return WorkspaceFile{}, errFilesUnavailable
+	}
+	if !workspace.ValidName(name) {
+		return WorkspaceFile{}, invalidName()
+	}
+	ctx, cancel := s.fileDeadline(ctx)
+	defer cancel()
+	t, err := s.activeTarget(ctx, namespaceID, agentID, store.ActionRead)
+	if err != nil {
+		return WorkspaceFile{}, err
+	}
+	f, err := s.files.Client.Get(ctx, t, name)
+	if err != nil {
+		return WorkspaceFile{}, errkind.Wrap(errkind.Unavailable, errGatewayFailed.Message, err)
+	}
+	if f.Missing {
+		return WorkspaceFile{}, errFileNotFound
+	}
+	// The client checked the content rule and the hash; check again here
+	// so that no fake or future client can hand the API bad content.
+	if workspace.CheckContent(f.Content) != nil {
+		return WorkspaceFile{}, errGatewayFailed
+	}
+	return WorkspaceFile{Name: name, Content: f.Content, Hash: hashOf(f.Content)}, nil
+}
+
+func hashOf(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
+}
+
+// PutWorkspaceFile writes one of the four files on the Agent's running
+// gateway. expectedHash, when set, makes it a compare-and-swap: a file that
+// changed since it was read answers 412 PRECONDITION_FAILED with the
+// current hash. Every outcome is audited without content:
+//
+//   - success → audit success; if that audit cannot be written the write
+//     happened but is unrecorded, which the caller is told as 503
+//     UNKNOWN_OUTCOME.
+//   - unknown outcome (the set frame was sent, no reliable answer, or the
+//     deadline or a client disconnect hit in flight) → audit failure
+//     UNKNOWN_OUTCOME → 503 UNKNOWN_OUTCOME, even if the audit fails. OCC
+//     never replays the write.
+//   - any other failure → audit failure with its reason → its status; if
+//     that audit cannot be written → 503 DEPENDENCY_UNAVAILABLE.
+func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, name, content, expectedHash string) (WrittenFile, error) {
+	if s.files.Client == nil || s.files.Driver == nil {
+		return WrittenFile{}, errFilesUnavailable
+	}
+	if !workspace.ValidName(name) {
+		return WrittenFile{}, invalidName()
+	}
+	if details := workspace.ContentDetails("/content", content); len(details) > 0 {
+		return WrittenFile{}, errkind.InvalidDetails("The content must be valid Unicode without NUL, at most 16,384 UTF-8 bytes.", details...)
+	}
+	ctx, cancelDeadline := s.fileDeadline(ctx)
+	defer cancelDeadline()
+	t, err := s.activeTarget(ctx, namespaceID, agentID, store.ActionOperate)
+	if err != nil {
+		return WrittenFile{}, err
+	}
+	res := store.AuditResource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}
+	f, err := s.files.Client.Set(ctx, t, name, content, expectedHash)
+	// The audit must be written even when the request context ended (a
+	// client disconnect or the deadline is exactly when it matters most).
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	record := func(outcome, reason string) error {
+		return s.audit.Record(actx, nil, store.AuditEvent{
+			Kind: store.AuditMutation, Action: ActionWorkspaceFileWrite, Resource: res,
+			Outcome: outcome, ReasonCode: reason, Details: map[string]string{"workspaceFileName": name},
+		})
+	}
+	switch {
+	case err == nil && f.Missing:
+		// The native client never reports missing on writes; treat it as
+		// the reference does.
+		if aerr := record(store.OutcomeFailure, ReasonFileMissing); aerr != nil {
+			return WrittenFile{}, errGatewayFailed
+		}
+		return WrittenFile{}, errFileNotFound
+	case err == nil:
+		if aerr := record(store.OutcomeSuccess, ""); aerr != nil {
+			return WrittenFile{}, errkind.Wrap(errkind.OutcomeUnknown,
+				"The write was applied but could not be recorded; treat its outcome as unknown.", aerr)
+		}
+		return WrittenFile{Name: name, Size: len(content), Hash: hashOf(content)}, nil
+	}
+	var gerr *agentgw.Error
+	errors.As(err, &gerr)
+	switch {
+	case gerr != nil && gerr.Kind == agentgw.OutcomeUnknown:
+		_ = record(store.OutcomeFailure, ReasonUnknownOutcome)
+		return WrittenFile{}, errkind.Wrap(errkind.OutcomeUnknown, errUnknownOutcome.Message, err)
+	case gerr != nil && gerr.Kind == agentgw.Conflict:
+		if aerr := record(store.OutcomeFailure, ReasonPreconditionFailed); aerr != nil {
+			return WrittenFile{}, errGatewayFailed
+		}
+		e := errkind.New(errkind.PreconditionFailed, "The file changed since it was read.")
+		e.Data = map[string]any{"currentHash": gerr.CurrentHash}
+		return WrittenFile{}, e
+	default:
+		if aerr := record(store.OutcomeFailure, ReasonDependencyUnavailable); aerr != nil {
+			return WrittenFile{}, errGatewayFailed
+		}
+		return WrittenFile{}, errkind.Wrap(errkind.Unavailable, errGatewayFailed.Message, err)
+	}
+}
