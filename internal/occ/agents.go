@@ -79,11 +79,7 @@ func (s *Service) CreateAgent(ctx context.Context, namespaceID string, in AgentI
 		}
 		// Authorize the creation before revealing anything about the
 		// configuration or the defaults.
-		az, ok := tx.(*authz.Store)
-		if !ok {
-			return errkind.New(errkind.Internal, "service store is not the authorizing store")
-		}
-		if err := az.Authorize(ctx, store.ActionCreate, authz.Resource{Kind: store.KindAgent, NamespaceID: namespaceID}); err != nil {
+		if err := authorize(ctx, tx, store.ActionCreate, authz.Resource{Kind: store.KindAgent, NamespaceID: namespaceID}); err != nil {
 			return err
 		}
 		if err := requireAccepting(ns); err != nil {
@@ -185,11 +181,7 @@ func (s *Service) Deploy(ctx context.Context, namespaceID, id string) (store.Rev
 		if err != nil {
 			return err
 		}
-		az, ok := tx.(*authz.Store)
-		if !ok {
-			return errkind.New(errkind.Internal, "service store is not the authorizing store")
-		}
-		if err := az.Authorize(ctx, store.ActionDeploy, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
+		if err := authorize(ctx, tx, store.ActionDeploy, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
 			return err
 		}
 		if a.Status != store.AgentActive {
@@ -214,11 +206,7 @@ func (s *Service) Deploy(ctx context.Context, namespaceID, id string) (store.Rev
 		if _, err := tx.SetAgentRuntimeState(ctx, namespaceID, id, store.RuntimeRunning, now); err != nil {
 			return err
 		}
-		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
-			ID: ids.New(ids.WorkItem), Kind: store.WorkRevisionDeploy, IdempotencyKey: DeploymentWorkKey(rev.ID),
-			NamespaceID: namespaceID, AgentID: id, RevisionID: rev.ID, ActorID: actorID(ctx),
-			State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
-		}); err != nil {
+		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkRevisionDeploy, IdempotencyKey: DeploymentWorkKey(rev.ID), NamespaceID: namespaceID, AgentID: id, RevisionID: rev.ID}, now); err != nil {
 			return err
 		}
 		return s.audit.Mutation(ctx, tx, ActionAgentDeploy, resAgent(a), map[string]string{"revisionId": rev.ID})
@@ -244,11 +232,7 @@ func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent
 		if err != nil {
 			return err
 		}
-		az, ok := tx.(*authz.Store)
-		if !ok {
-			return errkind.New(errkind.Internal, "service store is not the authorizing store")
-		}
-		if err := az.Authorize(ctx, store.ActionOperate, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
+		if err := authorize(ctx, tx, store.ActionOperate, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
 			return err
 		}
 		if a.Status != store.AgentActive {
@@ -258,11 +242,7 @@ func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent
 		if out, err = tx.SetAgentRuntimeState(ctx, namespaceID, id, store.RuntimeStopped, now); err != nil {
 			return err
 		}
-		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
-			ID: ids.New(ids.WorkItem), Kind: store.WorkAgentStop, IdempotencyKey: id + ":stop:" + ids.New(""),
-			NamespaceID: namespaceID, AgentID: id, ActorID: actorID(ctx),
-			State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
-		}); err != nil {
+		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkAgentStop, IdempotencyKey: id + ":stop:" + ids.New(""), NamespaceID: namespaceID, AgentID: id}, now); err != nil {
 			return err
 		}
 		return s.audit.Mutation(ctx, tx, ActionAgentStop, resAgent(a), nil)
@@ -296,11 +276,7 @@ func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (stor
 				return err
 			}
 		}
-		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
-			ID: ids.New(ids.WorkItem), Kind: store.WorkAgentDelete, IdempotencyKey: id + ":delete",
-			NamespaceID: namespaceID, AgentID: id, ActorID: actorID(ctx),
-			State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
-		}); err != nil {
+		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkAgentDelete, IdempotencyKey: id + ":delete", NamespaceID: namespaceID, AgentID: id}, now); err != nil {
 			return err
 		}
 		return s.audit.Mutation(ctx, tx, ActionAgentDelete, resAgent(a), map[string]string{"name": a.Name})

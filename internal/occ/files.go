@@ -96,11 +96,7 @@ func (s *Service) activeTarget(ctx context.Context, namespaceID, agentID string,
 		return agentgw.Target{}, err
 	}
 	if action != store.ActionRead {
-		az, ok := s.store.(*authz.Store)
-		if !ok {
-			return agentgw.Target{}, errkind.New(errkind.Internal, "service store is not the authorizing store")
-		}
-		if err := az.Authorize(ctx, action, authz.Resource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}); err != nil {
+		if err := authorize(ctx, s.store, action, authz.Resource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}); err != nil {
 			return agentgw.Target{}, err
 		}
 		if a.Status != store.AgentActive {

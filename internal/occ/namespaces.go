@@ -25,10 +25,7 @@ func (s *Service) CreateNamespace(ctx context.Context, name string) (store.Names
 		if err := tx.CreateNamespace(ctx, ns); err != nil {
 			return err
 		}
-		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
-			ID: ids.New(ids.WorkItem), Kind: store.WorkNamespaceReconcile, IdempotencyKey: ns.ID + ":reconcile",
-			NamespaceID: ns.ID, ActorID: actorID(ctx), State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
-		}); err != nil {
+		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkNamespaceReconcile, IdempotencyKey: ns.ID + ":reconcile", NamespaceID: ns.ID}, now); err != nil {
 			return err
 		}
 		return s.audit.Mutation(ctx, tx, ActionNamespaceCreate, resNamespace(ns.ID), map[string]string{"name": name})
@@ -64,10 +61,7 @@ func (s *Service) DeleteNamespace(ctx context.Context, id string) (store.Namespa
 		if cur.Status == store.NamespaceDeleting {
 			return nil
 		}
-		if _, err := tx.EnqueueWork(ctx, store.WorkItem{
-			ID: ids.New(ids.WorkItem), Kind: store.WorkNamespaceDelete, IdempotencyKey: id + ":delete",
-			NamespaceID: id, ActorID: actorID(ctx), State: store.WorkQueued, AvailableAt: now, CreatedAt: now, UpdatedAt: now,
-		}); err != nil {
+		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkNamespaceDelete, IdempotencyKey: id + ":delete", NamespaceID: id}, now); err != nil {
 			return err
 		}
 		return s.audit.Mutation(ctx, tx, ActionNamespaceDelete, resNamespace(id), map[string]string{"name": cur.Name})

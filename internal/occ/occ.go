@@ -18,6 +18,7 @@ import (
 
 	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -62,12 +63,27 @@ func validateName(path, name string) error {
 	return nil
 }
 
-// requireAdmin checks installation administer on the transaction's
-// authorizing store before an administrative operation looks anything up.
-func requireAdmin(ctx context.Context, tx store.Store) error {
+// authorize checks (action, res) on the transaction's authorizing store
+// (the operation's own permission, before it looks anything else up).
+func authorize(ctx context.Context, tx store.Store, action store.Action, res authz.Resource) error {
 	az, ok := tx.(*authz.Store)
 	if !ok {
 		return errkind.New(errkind.Internal, "service store is not the authorizing store")
 	}
-	return az.Authorize(ctx, store.ActionAdminister, authz.Installation)
+	return az.Authorize(ctx, action, res)
+}
+
+// requireAdmin checks installation administer before an administrative
+// operation looks anything up.
+func requireAdmin(ctx context.Context, tx store.Store) error {
+	return authorize(ctx, tx, store.ActionAdminister, authz.Installation)
+}
+
+// enqueue queues work in tx on behalf of the caller, available now.
+func enqueue(ctx context.Context, tx store.Store, w store.WorkItem, now time.Time) (store.WorkItem, error) {
+	w.ID = ids.New(ids.WorkItem)
+	w.ActorID = actorID(ctx)
+	w.State = store.WorkQueued
+	w.AvailableAt, w.CreatedAt, w.UpdatedAt = now, now, now
+	return tx.EnqueueWork(ctx, w)
 }
