@@ -86,6 +86,12 @@ func run(ctx context.Context, args []string, d deps) int {
 	if err == nil {
 		return exitOK
 	}
+	// Some commands promise one fixed line on any failure (see fixedError).
+	var fe *fixedError
+	if errors.As(err, &fe) {
+		fmt.Fprintln(d.stderr, fe.text)
+		return fe.code
+	}
 	// Each line gets the prefix: Validate reports several problems at once.
 	for _, line := range strings.Split(strings.TrimRight(err.Error(), "\n"), "\n") {
 		fmt.Fprintf(d.stderr, "occ: %s\n", line)
@@ -139,7 +145,7 @@ variable and a key in the --config YAML file; see docs/configuration.md.`,
 	// The completion command is cobra's default, not part of OCC's
 	// interface; it can be added deliberately later.
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d))
+	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d), newWorkspaceSetupCmd(d))
 	return root
 }
 

@@ -1,0 +1,227 @@
+package setuprunner
+
+import (
+	"io"
+	"unicode/utf8"
+
+	"github.com/openclaw/occ/internal/workspace"
+)
+
+// Setup is what a runner is given: one Agent's workspace setup. A pending
+// setup (Completed false) carries the submitted files; a completed one is
+// only the identity, and the runner then just checks the marker.
+//
+// As a JSON payload it is a closed object with the keys id, namespaceId,
+// agentId, defaultsId (optional), files (optional; absent when completed)
+// and completed.
+type Setup struct {
+	ID          string            `json:"id"`
+	NamespaceID string            `json:"namespaceId"`
+	AgentID     string            `json:"agentId"`
+	DefaultsID  string            `json:"defaultsId,omitempty"`
+	Files       map[string]string `json:"files,omitempty"`
+	Completed   bool              `json:"completed"`
+}
+
+// Identity returns the setup's identity, the content of its marker.
+func (s Setup) Identity() workspace.Identity {
+	return workspace.Identity{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID}
+}
+
+// MaxPayloadBytes caps a payload. Four files of 16,384 bytes escaped as
+// \u00XX take 393,216 bytes; the rest is room for the identity.
+const MaxPayloadBytes = 400_000
+
+// maxIDUnits caps id, namespaceId and agentId in UTF-16 code units, the
+// unit of JavaScript's String.prototype.length that the reference counts.
+const maxIDUnits = 256
+
+// ParsePayload reads one payload from r (at most MaxPayloadBytes bytes)
+// and checks it with the rules of the reference runner's steps 1 and 2:
+//
+//   - a JSON object whose keys are among id, namespaceId, agentId,
+//     defaultsId, files and completed;
+//   - id, namespaceId, agentId: non-empty strings of at most 256 UTF-16
+//     code units, well-formed (no unpaired surrogate);
+//   - completed: a boolean; defaultsId: absent or 64 lowercase hex digits;
+//   - files: absent when completed is true; when completed is false an
+//     object with at least one member, keys among the four workspace
+//     names, values strings that satisfy workspace.CheckContent (empty
+//     strings are valid: they create empty files).
+//
+// Two things are stricter than JSON.parse, on purpose: a payload holding
+// invalid UTF-8 is refused (Node would have decoded it to U+FFFD and
+// written that), and so is a repeated key (JavaScript keeps the last).
+// OCC never produces either, and a runner that writes files should not
+// guess which of two values was meant.
+//
+// Any failure wraps ErrFailed; the error never carries payload text.
+func ParsePayload(r io.Reader) (Setup, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
+	if err != nil {
+		return Setup{}, newFailure(stepPayload, "read", err)
+	}
+	if len(data) > MaxPayloadBytes {
+		return Setup{}, newFailure(stepPayload, "too-large", nil)
+	}
+	if !utf8.Valid(data) {
+		return Setup{}, newFailure(stepPayload, "invalid-utf8", nil)
+	}
+	v, err := decodeJSON(data)
+	if err != nil {
+		return Setup{}, newFailure(stepPayload, "invalid-json", nil)
+	}
+	if v.kind != jsonObject {
+		return Setup{}, newFailure(stepPayload, "not-an-object", nil)
+	}
+	var s Setup
+	var seen [6]bool
+	var filesValue *jsonValue
+	for i := range v.members {
+		m := &v.members[i]
+		slot := -1
+		switch m.key {
+		case "id":
+			slot = 0
+		case "namespaceId":
+			slot = 1
+		case "agentId":
+			slot = 2
+		case "defaultsId":
+			slot = 3
+		case "files":
+			slot = 4
+		case "completed":
+			slot = 5
+		default:
+			return Setup{}, newFailure(stepPayload, "unknown-key", nil)
+		}
+		if seen[slot] {
+			return Setup{}, newFailure(stepPayload, "duplicate-key", nil)
+		}
+		seen[slot] = true
+		switch slot {
+		case 0, 1, 2, 3:
+			if m.value.kind != jsonString || m.value.lone {
+				return Setup{}, newFailure(stepPayload, "invalid-"+m.key, nil)
+			}
+			switch slot {
+			case 0:
+				s.ID = m.value.s
+			case 1:
+				s.NamespaceID = m.value.s
+			case 2:
+				s.AgentID = m.value.s
+			case 3:
+				// An explicit "" is present and malformed; the struct
+				// cannot tell it from absent, so check it here.
+				if !isDigestHex(m.value.s) {
+					return Setup{}, newFailure(stepPayload, "invalid-defaultsId", nil)
+				}
+				s.DefaultsID = m.value.s
+			}
+		case 4:
+			filesValue = &m.value
+		case 5:
+			if m.value.kind != jsonBool {
+				return Setup{}, newFailure(stepPayload, "invalid-completed", nil)
+			}
+			s.Completed = m.value.b
+		}
+	}
+	if !seen[0] || !seen[1] || !seen[2] || !seen[5] {
+		return Setup{}, newFailure(stepPayload, "missing-key", nil)
+	}
+	if filesValue != nil {
+		if s.Completed {
+			return Setup{}, newFailure(stepPayload, "files-with-completed", nil)
+		}
+		if filesValue.kind != jsonObject {
+			return Setup{}, newFailure(stepPayload, "invalid-files", nil)
+		}
+		s.Files = make(map[string]string, len(filesValue.members))
+		for _, m := range filesValue.members {
+			if !workspace.ValidName(m.key) {
+				return Setup{}, newFailure(stepPayload, "unknown-file", nil)
+			}
+			if _, dup := s.Files[m.key]; dup {
+				return Setup{}, newFailure(stepPayload, "duplicate-file", nil)
+			}
+			if m.value.kind != jsonString {
+				return Setup{}, newFailure(stepPayload, "invalid-file-content", nil)
+			}
+			s.Files[m.key] = m.value.s
+		}
+	}
+	if err := validateSetup(s); err != nil {
+		return Setup{}, err
+	}
+	return s, nil
+}
+
+// validateSetup applies the payload rules to a Setup built in process, so
+// that Apply refuses exactly what ParsePayload refuses. A Go struct cannot
+// say "files absent", so a completed setup must have no files at all.
+func validateSetup(s Setup) error {
+	for _, id := range [...]string{s.ID, s.NamespaceID, s.AgentID} {
+		if !validIDString(id) {
+			return newFailure(stepPayload, "invalid-identity", nil)
+		}
+	}
+	if s.DefaultsID != "" && !isDigestHex(s.DefaultsID) {
+		return newFailure(stepPayload, "invalid-defaultsId", nil)
+	}
+	if s.Completed {
+		if len(s.Files) != 0 {
+			return newFailure(stepPayload, "files-with-completed", nil)
+		}
+		return nil
+	}
+	if len(s.Files) == 0 {
+		return newFailure(stepPayload, "no-files", nil)
+	}
+	for name, content := range s.Files {
+		if !workspace.ValidName(name) {
+			return newFailure(stepPayload, "unknown-file", nil)
+		}
+		// CheckContent refuses invalid UTF-8, which is how an unpaired
+		// surrogate decodes, and NUL, and counts UTF-8 bytes as
+		// Buffer.byteLength does.
+		if workspace.CheckContent(content) != nil {
+			return newFailure(stepPayload, "invalid-file-content", nil)
+		}
+	}
+	return nil
+}
+
+// validIDString is the reference's check for id, namespaceId and agentId:
+// a non-empty, well-formed string of at most 256 UTF-16 code units.
+func validIDString(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	units := 0
+	for _, r := range s {
+		units++
+		if r > 0xFFFF {
+			units++
+		}
+		if units > maxIDUnits {
+			return false
+		}
+	}
+	return true
+}
+
+// isDigestHex matches /^[a-f0-9]{64}$/.
+func isDigestHex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
