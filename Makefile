@@ -14,19 +14,37 @@ LDFLAGS := -X $(PKG)/internal/buildinfo.Version=$(VERSION) -X $(PKG)/internal/bu
 # Seconds per fuzz target for `make fuzz`; raise it for a longer hunt.
 FUZZTIME ?= 10s
 
-.PHONY: build run test lint vet fmt fuzz clean
+.PHONY: build runtime run test test-kubernetes lint vet fmt fuzz clean
 
 ## build: compile bin/occ with the version stamped in
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
 
-## run: build, then start `occ server` on the embedded default (SQLite in ./.occ)
-run: build
-	./bin/occ server
+## runtime: install Node 24 and OpenClaw 2026.9.6 outside the clone (idempotent; skipped when present)
+runtime:
+	bash scripts/install-runtime.sh >/dev/null
 
-## test: prepare what the tests need (PostgreSQL), check formatting and vet, run every test
+## run: build, install the agent runtime if missing, then start `occ server` on the embedded default
+## (SQLite in ./.occ, the local Compute driver: one OpenClaw gateway process per deployed Agent)
+run: build runtime
+	OCC_OPENCLAW_RUNTIME="$$(bash scripts/install-runtime.sh 2>/dev/null | tail -n 1)" ./bin/occ server
+
+## test: prepare what the tests need (PostgreSQL, the Kubernetes environment), check formatting and vet, run every test
 test:
 	bash scripts/test.sh
+
+# The Kubernetes test packages; a pattern whose directory does not exist (yet) is left out, because
+# `go test` fails on a pattern that matches nothing.
+KUBE_TEST_PKGS := ./internal/testenv/kube/... ./internal/compute/kube/...
+
+## test-kubernetes: build and start the Kubernetes test environment (scripts/testenv/k8s.sh), run only its tests
+test-kubernetes:
+	bash scripts/testenv/k8s-build.sh >/dev/null
+	bash scripts/testenv/k8s.sh start
+	eval "$$(bash scripts/testenv/k8s.sh env)"; \
+	pkgs=(); for p in $(KUBE_TEST_PKGS); do if [ -d "$${p%/...}" ]; then pkgs+=("$$p"); fi; done; \
+	echo "go test -count=1 $${pkgs[*]}"; \
+	$(GO) test -count=1 "$${pkgs[@]}"
 
 ## lint: gofmt must report nothing, go vet must pass
 lint: vet

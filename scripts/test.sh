@@ -5,12 +5,23 @@
 #   2. start the test PostgreSQL (scripts/testenv/postgres.sh; idempotent: a running server is
 #      reused) and export OCC_TEST_POSTGRES_URL, which the store tests use to run against
 #      PostgreSQL as well as SQLite;
-#   3. go test -race -count=1 ./...
+#   3. build the Kubernetes test binaries (scripts/testenv/k8s-build.sh: kube-apiserver, etcd, kubectl,
+#      kube-controller-manager, kube-scheduler, kwok, envoy-gateway, egctl from Go modules into
+#      $HOME/.cache/occ/k8s-bin; about 8 minutes cold on 2 cores, nothing when already built), start the
+#      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
+#      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
+#      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");
+#   4. go test -race -count=1 ./...
 #
-# It leaves PostgreSQL running for the next run (`scripts/testenv/postgres.sh stop` stops it).
+# It leaves PostgreSQL and the Kubernetes environment running for the next run
+# (`scripts/testenv/postgres.sh stop` and `scripts/testenv/k8s.sh stop` stop them).
 #
 # Environment:
 #   OCC_TEST_POSTGRES_URL  use this database server instead of starting one
+#   OCC_TEST_KUBECONFIG    use this Kubernetes test environment instead of starting one (then also set
+#                          OCC_TEST_EGCTL and OCC_TEST_KUBECTL, as `scripts/testenv/k8s.sh env` does)
+#   OCC_TEST_KUBERNETES    1 (default) builds and starts the Kubernetes environment, 0 skips that (the
+#                          Kubernetes tests then skip, or fail under CI=true)
 #   OCC_TEST_RACE          1 (default) runs the tests under the race detector, 0 without
 #   CI                     passed through to the tests (CI=true on CI)
 #
@@ -73,6 +84,47 @@ fi
 # The test server uses trust authentication: the URL holds no password and can be shown.
 echo "OCC_TEST_POSTGRES_URL=$OCC_TEST_POSTGRES_URL"
 done_step
+
+step "Agent runtime: Node 24 and OpenClaw 2026.9.6 (scripts/install-runtime.sh)"
+if [ -z "${OCC_OPENCLAW_RUNTIME:-}" ]; then
+	# The script prints the runtime dir on its last line; it installs only what is missing.
+	OCC_OPENCLAW_RUNTIME=$(bash scripts/install-runtime.sh | tail -n 1)
+	export OCC_OPENCLAW_RUNTIME
+fi
+echo "OCC_OPENCLAW_RUNTIME=$OCC_OPENCLAW_RUNTIME"
+done_step
+
+case "${OCC_TEST_KUBERNETES:-1}" in
+1)
+	if [ -n "${OCC_TEST_KUBECONFIG:-}" ]; then
+		step "Kubernetes test environment"
+		echo "using OCC_TEST_KUBECONFIG from the environment"
+		done_step
+	else
+		# k8s-build.sh prints the bin dir last on standard output; progress goes to stderr.
+		step "Kubernetes test binaries (scripts/testenv/k8s-build.sh)"
+		bash scripts/testenv/k8s-build.sh >/dev/null
+		done_step
+
+		step "Kubernetes test environment (scripts/testenv/k8s.sh start)"
+		bash scripts/testenv/k8s.sh start
+		k8s_env=$(bash scripts/testenv/k8s.sh env)
+		eval "$k8s_env"
+		[ -n "${OCC_TEST_KUBECONFIG:-}" ] || {
+			echo "test.sh: scripts/testenv/k8s.sh env printed no OCC_TEST_KUBECONFIG:" >&2
+			printf '%s\n' "$k8s_env" >&2
+			exit 1
+		}
+		done_step
+	fi
+	echo "OCC_TEST_KUBECONFIG=$OCC_TEST_KUBECONFIG"
+	;;
+0) echo "==> Kubernetes test environment: skipped (OCC_TEST_KUBERNETES=0)" ;;
+*)
+	echo "test.sh: OCC_TEST_KUBERNETES must be 0 or 1, got '${OCC_TEST_KUBERNETES}'" >&2
+	exit 1
+	;;
+esac
 
 race=()
 case "${OCC_TEST_RACE:-1}" in

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 )
 
 // Config is the resolved configuration of an occ process. Load builds one
@@ -60,8 +62,16 @@ type Config struct {
 	LogFormat string
 	// ComputeDriver selects the Compute backend Agents run on: "local"
 	// (the embedded default: one OpenClaw gateway process per Agent on
-	// this host) or "none" (deployments fail with COMPUTE_NOT_CONFIGURED).
+	// this host), "kubernetes" (configured by Kubernetes) or "none"
+	// (deployments fail with COMPUTE_NOT_CONFIGURED).
 	ComputeDriver string
+	// Kubernetes is the drivers.compute.kubernetes section of the config
+	// file, with defaults applied: required with ComputeDriver
+	// "kubernetes", refused with any other driver. It has no flags or
+	// environment variables; a nested installation section is a file's
+	// job. The type lives in the leaf package kubecfg so that config does
+	// not compile the Kubernetes client (see kubecfg's doc).
+	Kubernetes *kubecfg.Config
 	// OpenClawRuntime is the directory scripts/install-runtime.sh
 	// installed Node 24 and OpenClaw into. Empty means the script's
 	// default location.
@@ -174,8 +184,21 @@ func (c *Config) Validate() error {
 	}
 	switch c.ComputeDriver {
 	case "local", "none":
+		// A section for a driver that is not selected is a mistake that
+		// fails open: the operator believes Agents run on Kubernetes.
+		if c.Kubernetes != nil {
+			add(fmt.Errorf("drivers.compute.kubernetes is set but the compute driver is %q; select driver kubernetes or remove the section", c.ComputeDriver))
+		}
+	case "kubernetes":
+		if c.Kubernetes == nil {
+			add(errors.New("compute driver kubernetes needs the drivers.compute.kubernetes section in the config file (see docs/compute-kubernetes.md)"))
+		} else if err := c.Kubernetes.Validate(); err != nil {
+			for _, e := range unjoin(err) {
+				add(fmt.Errorf("drivers.compute.kubernetes.%w", e))
+			}
+		}
 	default:
-		add(fmt.Errorf("compute driver %q is not one of local, none", c.ComputeDriver))
+		add(fmt.Errorf("compute driver %q is not one of local, kubernetes, none", c.ComputeDriver))
 	}
 	if c.WorkspaceFileTimeout <= 0 {
 		add(fmt.Errorf("workspace file timeout must be positive, got %s", c.WorkspaceFileTimeout))
@@ -188,6 +211,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unjoin returns the errors errors.Join combined, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func validateListen(s string) error {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 )
 
 // The config file option is not part of Config: it says where the other
@@ -96,7 +98,7 @@ var options = []option{
 	},
 	{
 		flag: "compute-driver", env: "OCC_COMPUTE_DRIVER", yaml: "drivers.compute.driver", typ: "name", def: DefaultComputeDriver,
-		usage: "Compute backend for Agents: local (a gateway process per Agent on this host) or none",
+		usage: "Compute backend for Agents: local (a gateway process per Agent on this host), kubernetes (configured in the file's drivers.compute.kubernetes) or none",
 		set:   func(c *Config, s string) error { c.ComputeDriver = s; return nil },
 	},
 	{
@@ -281,6 +283,9 @@ type fileDrivers struct {
 
 type fileCompute struct {
 	Driver string `yaml:"driver"`
+	// Kubernetes is decoded strictly like the rest of the file; its type
+	// and validation belong to the driver's configuration package.
+	Kubernetes *kubecfg.Config `yaml:"kubernetes"`
 }
 
 type fileRuntime struct {
@@ -318,6 +323,14 @@ var sectionOf = map[string]string{
 	"config.fileRuntime":        "runtime.",
 	"config.fileGateway":        "gateway.",
 	"config.fileWorkspaceFiles": "workspaceFiles.",
+	"kubecfg.Config":            "drivers.compute.kubernetes.",
+	"kubecfg.GatewayRouting":    "drivers.compute.kubernetes.gatewayRouting.",
+	"kubecfg.Network":           "drivers.compute.kubernetes.network.",
+	"kubecfg.DNS":               "drivers.compute.kubernetes.network.dns.",
+	"kubecfg.Runtime":           "drivers.compute.kubernetes.runtime.",
+	"kubecfg.Resources":         "drivers.compute.kubernetes.resources.",
+	// Used for both requests and limits; the line number tells which.
+	"kubecfg.ResourceList": "drivers.compute.kubernetes.resources.requests|limits.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
@@ -346,7 +359,7 @@ func decodeFile(data []byte, c *Config) error {
 		ShutdownTimeout: c.ShutdownTimeout,
 		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
 		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
-		Drivers:         fileDrivers{Compute: fileCompute{Driver: c.ComputeDriver}},
+		Drivers:         fileDrivers{Compute: fileCompute{Driver: c.ComputeDriver, Kubernetes: withKubernetesDefaults(c.Kubernetes)}},
 		Runtime:         fileRuntime{OpenClaw: c.OpenClawRuntime},
 		Gateway:         fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile},
 		WorkspaceFiles:  fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
@@ -378,12 +391,26 @@ func decodeFile(data []byte, c *Config) error {
 		LogLevel:                   fc.Log.Level,
 		LogFormat:                  fc.Log.Format,
 		ComputeDriver:              fc.Drivers.Compute.Driver,
+		Kubernetes:                 withKubernetesDefaults(fc.Drivers.Compute.Kubernetes),
 		OpenClawRuntime:            fc.Runtime.OpenClaw,
 		GatewayAPIKeyFile:          fc.Gateway.APIKeyFile,
 		GatewayCAFile:              fc.Gateway.CAFile,
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
 	}
 	return nil
+}
+
+// withKubernetesDefaults returns a copy of the section with its defaults,
+// or nil. Decoding goes into a copy so that the caller's Config is left
+// alone (WithDefaults copies slices, maps and the routing section), and
+// the result carries the defaults so that Config shows the values the
+// driver will use.
+func withKubernetesDefaults(k *kubecfg.Config) *kubecfg.Config {
+	if k == nil {
+		return nil
+	}
+	c := k.WithDefaults()
+	return &c
 }
 
 // describeYAMLError rewrites yaml.v3's messages in the user's terms: one

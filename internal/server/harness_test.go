@@ -77,7 +77,10 @@ func newEnv(t *testing.T, st store.Store) *env {
 func newEnvWith(t *testing.T, st store.Store, o server.Options) *env {
 	t.Helper()
 	c := newClock()
-	o.Store, o.PublicOrigin, o.Now = st, testOrigin, c.Now
+	o.Store, o.PublicOrigin = st, testOrigin
+	if o.Now == nil {
+		o.Now = c.Now
+	}
 	srv := server.New(o)
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
@@ -209,3 +212,12 @@ func (e *env) principal(name, roleID, keyNamespace string) (spID, keyID string, 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// httpTestServer serves h on a loopback port for tests that need a real
+// client connection (disconnects).
+func httpTestServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}

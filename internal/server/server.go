@@ -186,6 +186,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return fmt.Errorf("migrate database: %w", err)
 	}
 	ping := st.DB().PingContext
+	driver, stopDriver, err := openDriver(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer stopDriver()
 	var proxies []netip.Prefix
 	for _, c := range cfg.TrustedProxies {
 		p, err := netip.ParsePrefix(c)
@@ -195,7 +200,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		proxies = append(proxies, p)
 	}
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
-		SessionTTL: cfg.SessionTTL, Logger: logger})
+		SessionTTL: cfg.SessionTTL, Logger: logger, Driver: driver,
+		Files:          agentgw.New(agentgw.Options{Logger: logger}),
+		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
 	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{
 		AdminEmail: cfg.BootstrapAdminEmail, PasswordFile: cfg.BootstrapAdminPasswordFile, Out: os.Stdout,
 	})
@@ -260,7 +267,12 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer st.Close()
-	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger})
+	driver, stopDriver, err := openDriver(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer stopDriver()
+	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver})
 	logger.Info("occ worker running", "driver", srv.opts.Driver.ID())
 	return srv.Worker.Run(ctx)
 }

@@ -1,0 +1,569 @@
+package agentgw
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/openclaw/occ/internal/buildinfo"
+	"github.com/openclaw/occ/internal/workspace"
+)
+
+const (
+	// DefaultReadLimit caps one inbound message. The hello-ok alone is
+	// about 16.5 KB, and get and set answers echo the file content (at most
+	// 16,384 bytes, up to six times that once JSON-escaped), so 1 MiB leaves
+	// room without letting a confused peer make the client buffer megabytes.
+	DefaultReadLimit = 1 << 20
+
+	// DefaultTimeout bounds an operation whose context carries no deadline.
+	// Callers normally pass the 30 s file-operation deadline themselves;
+	// this only guarantees that no network call ever runs unbounded.
+	DefaultTimeout = 30 * time.Second
+
+	// closeTimeout bounds the close handshake in cleanup, so a peer that
+	// never answers a close frame costs at most this much after the result
+	// is known (the reference bounds its stop the same way).
+	closeTimeout = time.Second
+)
+
+// Options configures a Client.
+type Options struct {
+	// ReadLimit caps one inbound WebSocket message in bytes; zero or less
+	// means DefaultReadLimit. A larger answer fails the operation
+	// (Unavailable for a get, OutcomeUnknown for a set).
+	ReadLimit int64
+	// Logger receives one debug record per operation: operation, transport,
+	// file name, outcome reason and duration; never a credential, a URL
+	// query or file content. nil discards.
+	Logger *slog.Logger
+}
+
+// Client is the native gateway client. It holds no connections and no
+// credentials between operations, so it is safe for concurrent use and a
+// rotated key, token or CA bundle takes effect on the next operation.
+type Client struct {
+	readLimit int64
+	log       *slog.Logger
+	version   string
+}
+
+var _ FileClient = (*Client)(nil)
+
+// New returns a Client.
+func New(opts Options) *Client {
+	c := &Client{readLimit: opts.ReadLimit, log: opts.Logger, version: buildinfo.Version}
+	if c.readLimit <= 0 {
+		c.readLimit = DefaultReadLimit
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.version == "" {
+		c.version = "occ"
+	}
+	return c
+}
+
+// Get reads a workspace file of the native agent "main". A missing file is
+// File{Name: name, Missing: true} and no error; every failure is
+// Unavailable.
+func (c *Client) Get(ctx context.Context, t Target, name string) (File, error) {
+	return c.do(ctx, t, operation{name: name})
+}
+
+// Set writes a workspace file of the native agent "main". expectedHash, when
+// non-empty, must be 64 hex digits and makes the write a compare-and-swap;
+// a mismatch is Conflict with the current hash. See the package comment for
+// when a failure is Unavailable and when it is OutcomeUnknown. Set never
+// retries.
+func (c *Client) Set(ctx context.Context, t Target, name, content, expectedHash string) (File, error) {
+	return c.do(ctx, t, operation{set: true, name: name, content: content, expectedHash: expectedHash})
+}
+
+type operation struct {
+	set          bool
+	name         string
+	content      string
+	expectedHash string
+}
+
+func (o operation) method() string {
+	if o.set {
+		return methodSet
+	}
+	return methodGet
+}
+
+func (c *Client) do(ctx context.Context, t Target, o operation) (File, error) {
+	start := time.Now()
+	f, err := c.run(ctx, t, o)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		op, name, outcome := "get", o.name, "ok"
+		if o.set {
+			op = "set"
+		}
+		if !workspace.ValidName(name) {
+			name = "(invalid)" // caller input; not repeated
+		}
+		var e *Error
+		if errors.As(err, &e) {
+			outcome = e.Reason
+		}
+		c.log.LogAttrs(ctx, slog.LevelDebug, "agentgw operation",
+			slog.String("op", op),
+			slog.String("transport", string(t.Transport)),
+			slog.String("file", name),
+			slog.String("outcome", outcome),
+			slog.Duration("duration", time.Since(start)))
+	}
+	return f, err
+}
+
+func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {
+	// Everything that can be decided locally is decided before dialing, so
+	// a bad request never costs a connection and never reaches a gateway.
+	if !workspace.ValidName(o.name) {
+		return File{}, unavailable("invalid_name", errors.New("not one of the four workspace file names"))
+	}
+	if o.set {
+		if err := workspace.CheckContent(o.content); err != nil {
+			return File{}, unavailable("invalid_content", err) // *ContentError never holds the text
+		}
+		if o.expectedHash != "" && !isHex64(o.expectedHash) {
+			return File{}, unavailable("invalid_expected_hash", errors.New("expected hash must be 64 hex digits"))
+		}
+	}
+	p, err := prepare(t)
+	if err != nil {
+		return File{}, err
+	}
+
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return File{}, unavailable(ctxReason(err), err)
+	}
+
+	s, err := c.dial(ctx, p)
+	if err != nil {
+		return File{}, err
+	}
+	defer s.close()
+
+	hello, err := s.handshake(ctx, p, c.version)
+	if err != nil {
+		return File{}, err
+	}
+	if err := checkGrant(hello, o.set); err != nil {
+		return File{}, err
+	}
+	if o.set {
+		return s.set(ctx, o)
+	}
+	return s.get(ctx, o)
+}
+
+// session is one WebSocket connection, used for exactly one operation.
+type session struct {
+	conn *websocket.Conn
+	raw  *connRecorder
+	tr   *http.Transport
+}
+
+// connRecorder keeps the TCP connections the HTTP transport dials for this
+// session, so cleanup can put a deadline on the close handshake and close
+// the socket whatever state the WebSocket layer is in.
+type connRecorder struct {
+	d     net.Dialer
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (r *connRecorder) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := r.d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.conns = append(r.conns, c)
+	r.mu.Unlock()
+	return c, nil
+}
+
+func (r *connRecorder) each(fn func(net.Conn)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
+		fn(c)
+	}
+}
+
+// dial opens the WebSocket. The HTTP transport is built per operation: it
+// carries this operation's TLS roots, uses no environment proxy (the
+// targets are loopback or a private route), and follows no redirect (a
+// redirect would carry x-api-key to wherever it points).
+func (c *Client) dial(ctx context.Context, p *prepared) (*session, error) {
+	rec := &connRecorder{}
+	tr := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            rec.dial,
+		TLSClientConfig:        p.tls,
+		DisableKeepAlives:      true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	hc := &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	conn, resp, err := websocket.Dial(ctx, p.url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: p.header})
+	if err != nil {
+		rec.each(func(c net.Conn) { _ = c.Close() })
+		tr.CloseIdleConnections()
+		return nil, dialError(ctx, resp, err)
+	}
+	conn.SetReadLimit(c.readLimit)
+	return &session{conn: conn, raw: rec, tr: tr}, nil
+}
+
+// close ends the connection within closeTimeout: a normal close handshake
+// if the peer answers in time, else the socket is closed under it.
+func (s *session) close() {
+	s.raw.each(func(c net.Conn) { _ = c.SetDeadline(time.Now().Add(closeTimeout)) })
+	_ = s.conn.Close(websocket.StatusNormalClosure, "")
+	s.raw.each(func(c net.Conn) { _ = c.Close() })
+	s.tr.CloseIdleConnections()
+}
+
+// handshake waits for connect.challenge, sends connect and returns the
+// hello-ok. Every failure is Unavailable: nothing has been requested yet.
+func (s *session) handshake(ctx context.Context, p *prepared, version string) (*helloOK, error) {
+	for {
+		f, err := s.read(ctx)
+		if err != nil {
+			return nil, unavailable(readReason(ctx, err, "handshake"), err)
+		}
+		if f.Type == "event" && f.Event == eventChallenge {
+			break
+		}
+		if f.Type == "res" {
+			return nil, unavailable("handshake", errors.New("response before connect.challenge"))
+		}
+		// Other events (health, tick, presence, ...) may come first.
+	}
+
+	params := connectParams{
+		MinProtocol: ProtocolVersion,
+		MaxProtocol: ProtocolVersion,
+		Client:      clientInfo{ID: clientID, Version: version, Platform: clientPlatform, Mode: clientMode},
+		Role:        role,
+		Caps:        []string{},
+	}
+	if p.transport == Direct {
+		// Token auth keeps the requested scopes only for gateway-client on
+		// loopback, so ask for exactly what OCC needs.
+		params.Scopes = []string{scopeAdmin, scopeRead, scopeWrite}
+		params.Auth = &connectAuth{Token: p.token}
+	} else {
+		// Trusted-proxy mode grants scopes from the identity the route
+		// sets and clears whatever the client asks for; ask for nothing
+		// and send no credential in the frame.
+		params.Scopes = []string{}
+	}
+	data, err := encodeFrame(reqFrame{Type: "req", ID: connectID, Method: methodConnect, Params: params})
+	if err != nil {
+		return nil, unavailable("handshake", err)
+	}
+	if err := s.conn.Write(ctx, websocket.MessageText, data); err != nil {
+		return nil, unavailable(readReason(ctx, err, "handshake"), err)
+	}
+
+	res, err := s.await(ctx, connectID)
+	if err != nil {
+		return nil, unavailable(readReason(ctx, err, "handshake"), err)
+	}
+	if !res.OK {
+		if res.Error == nil {
+			return nil, unavailable("handshake", errors.New("connect answer has neither payload nor error"))
+		}
+		return nil, unavailable("connect_refused", res.Error.gatewayError())
+	}
+	var hello helloOK
+	if err := json.Unmarshal(res.Payload, &hello); err != nil {
+		return nil, unavailable("handshake", errors.New("hello-ok does not decode"))
+	}
+	if hello.Type != "hello-ok" || hello.Protocol != ProtocolVersion {
+		return nil, unavailable("handshake", fmt.Errorf("expected hello-ok for protocol %d", ProtocolVersion))
+	}
+	return &hello, nil
+}
+
+// checkGrant checks the hello's role and scopes, which are what the gateway
+// will enforce: a connect can succeed with scopes [] (the gateway clears
+// requested scopes in several cases), and then every method would fail.
+// Checking here turns that into a clear "scope" failure before any request
+// is sent; in particular a set is never written on a connection that
+// cannot carry it.
+func checkGrant(h *helloOK, set bool) error {
+	if h.Auth == nil || h.Auth.Role != role {
+		return unavailable("scope", errors.New("hello-ok does not grant the operator role"))
+	}
+	var admin, read bool
+	for _, s := range h.Auth.Scopes {
+		switch s {
+		case scopeAdmin:
+			admin = true
+		case scopeRead:
+			read = true
+		}
+	}
+	switch {
+	case set && !admin:
+		return unavailable("scope", errors.New("granted scopes lack operator.admin, which agents.files.set needs"))
+	case !set && !admin && !read:
+		return unavailable("scope", errors.New("granted scopes lack operator.read"))
+	}
+	return nil
+}
+
+func (s *session) get(ctx context.Context, o operation) (File, error) {
+	data, err := encodeFrame(reqFrame{Type: "req", ID: requestID, Method: methodGet,
+		Params: getParams{AgentID: NativeAgentID, Name: o.name}})
+	if err != nil {
+		return File{}, unavailable("invalid_name", err)
+	}
+	if err := s.conn.Write(ctx, websocket.MessageText, data); err != nil {
+		return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
+	}
+	res, err := s.await(ctx, requestID)
+	if err != nil {
+		return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
+	}
+	if !res.OK {
+		if res.Error == nil {
+			return File{}, unavailable("invalid_answer", errors.New("answer has neither payload nor error"))
+		}
+		return File{}, unavailable("answered_error", res.Error.gatewayError())
+	}
+	f, err := parseGet(res.Payload, o.name)
+	if err != nil {
+		return File{}, unavailable("invalid_answer", err)
+	}
+	return f, nil
+}
+
+// parseGet normalizes a get answer. The content must satisfy the same rule
+// OCC applies to writes, and the hash is recomputed: the native hash is of
+// the file's bytes while content is the gateway's UTF-8 decoding of them,
+// so a disagreement means the text is not the file (for example a binary
+// file decoded lossily) and must not be offered as a base for an edit.
+func parseGet(payload json.RawMessage, name string) (File, error) {
+	var p filePayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return File{}, errors.New("get answer does not decode")
+	}
+	if p.File == nil {
+		return File{}, errors.New("get answer has no file")
+	}
+	if p.File.Name != name {
+		return File{}, errors.New("get answer names another file")
+	}
+	if p.Missing || p.File.Missing {
+		return File{Name: name, Missing: true}, nil
+	}
+	if p.File.Content == nil {
+		return File{}, errors.New("get answer has no content")
+	}
+	content := *p.File.Content
+	if err := workspace.CheckContent(content); err != nil {
+		return File{}, fmt.Errorf("file on the gateway breaks the content rule: %w", err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	hash := hex.EncodeToString(sum[:])
+	if isHex64(p.File.Hash) && strings.ToLower(p.File.Hash) != hash {
+		return File{}, errors.New("native hash does not match the content")
+	}
+	return File{Name: name, Content: content, Hash: hash, Size: int64(len(content))}, nil
+}
+
+// set sends the write. From the moment the frame is handed to the
+// connection the gateway may apply it, so from there on every failure other
+// than an answered error is OutcomeUnknown.
+func (s *session) set(ctx context.Context, o operation) (File, error) {
+	data, err := encodeFrame(reqFrame{Type: "req", ID: requestID, Method: methodSet,
+		Params: setParams{AgentID: NativeAgentID, Name: o.name, Content: o.content, ExpectedHash: strings.ToLower(o.expectedHash)}})
+	if err != nil {
+		return File{}, unavailable("invalid_content", err)
+	}
+	// Last point at which nothing has been sent: a context that ended
+	// during the handshake is still a clean Unavailable.
+	if err := ctx.Err(); err != nil {
+		return File{}, unavailable(ctxReason(err), err)
+	}
+	if err := s.conn.Write(ctx, websocket.MessageText, data); err != nil {
+		// Part of the frame, or all of it, may have reached the gateway.
+		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
+	}
+	res, err := s.await(ctx, requestID)
+	if err != nil {
+		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
+	}
+	if !res.OK {
+		if res.Error == nil {
+			return File{}, outcomeUnknown("invalid_answer", errors.New("answer has neither payload nor error"))
+		}
+		return File{}, setError(res.Error)
+	}
+	f, err := parseSet(res.Payload, o)
+	if err != nil {
+		return File{}, outcomeUnknown("invalid_answer", err)
+	}
+	return f, nil
+}
+
+// setError maps an answered set error. The gateway answered, so the write
+// was not applied: a failed expectedHash is Conflict, anything else is
+// Unavailable.
+func setError(w *wireError) error {
+	ge := w.gatewayError()
+	if w.Details.Type != conflictType {
+		return unavailable("answered_error", ge)
+	}
+	cur := w.Details.CurrentHash
+	if cur != "" && !isHex64(cur) {
+		// Still not applied, but a conflict without a usable current hash
+		// would mislead a caller into "the file is missing".
+		return unavailable("answered_error", ge)
+	}
+	return &Error{Kind: Conflict, Reason: "conflict", CurrentHash: strings.ToLower(cur), Err: ge}
+}
+
+// parseSet checks the acknowledgement. An acknowledgement that names
+// another file, reports the file missing, or echoes other content or a hash
+// of other content does not prove that this write was applied as sent.
+func parseSet(payload json.RawMessage, o operation) (File, error) {
+	var p filePayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return File{}, errors.New("set answer does not decode")
+	}
+	if p.OK != nil && !*p.OK {
+		return File{}, errors.New("set answer says ok:false")
+	}
+	if p.File == nil {
+		return File{}, errors.New("set answer has no file")
+	}
+	if p.File.Name != o.name {
+		return File{}, errors.New("set answer names another file")
+	}
+	if p.Missing || p.File.Missing {
+		return File{}, errors.New("set answer reports the file missing")
+	}
+	sum := sha256.Sum256([]byte(o.content))
+	hash := hex.EncodeToString(sum[:])
+	if p.File.Content != nil && *p.File.Content != o.content {
+		return File{}, errors.New("set answer echoes other content")
+	}
+	if isHex64(p.File.Hash) && strings.ToLower(p.File.Hash) != hash {
+		return File{}, errors.New("set answer hash does not match the content sent")
+	}
+	return File{Name: o.name, Content: o.content, Hash: hash, Size: int64(len(o.content))}, nil
+}
+
+// read returns the next frame.
+func (s *session) read(ctx context.Context) (inFrame, error) {
+	typ, data, err := s.conn.Read(ctx)
+	if err != nil {
+		return inFrame{}, err
+	}
+	if typ != websocket.MessageText {
+		return inFrame{}, errMalformed
+	}
+	var f inFrame
+	if err := json.Unmarshal(data, &f); err != nil {
+		return inFrame{}, errMalformed
+	}
+	return f, nil
+}
+
+// await returns the response with the given id. Events interleave freely
+// with responses and are skipped; so is a response to another id, which
+// this client never sends and therefore cannot be waiting for.
+func (s *session) await(ctx context.Context, id string) (inFrame, error) {
+	for {
+		f, err := s.read(ctx)
+		if err != nil {
+			return inFrame{}, err
+		}
+		if f.Type == "res" && f.ID == id {
+			return f, nil
+		}
+	}
+}
+
+var errMalformed = errors.New("frame is not a JSON text message")
+
+// readReason names a connection-level failure: the context first (a read
+// cut short by the deadline reports a closed connection), then the read
+// limit, then a malformed frame, else fallback.
+func readReason(ctx context.Context, err error, fallback string) string {
+	if cerr := ctx.Err(); cerr != nil {
+		return ctxReason(cerr)
+	}
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		return "read_limit"
+	case errors.Is(err, errMalformed):
+		return "invalid_answer"
+	}
+	return fallback
+}
+
+func ctxReason(err error) string {
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	return "deadline"
+}
+
+// dialError classifies a failed dial or upgrade. Nothing was requested, so
+// it is always Unavailable.
+func dialError(ctx context.Context, resp *http.Response, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return unavailable(ctxReason(cerr), err)
+	}
+	if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+		// The proxy refused the upgrade (401 for a bad key, 404 for an
+		// unknown route, 403 from the gateway's own checks).
+		return unavailable("upgrade_refused", fmt.Errorf("upgrade answered HTTP %d", resp.StatusCode))
+	}
+	var cve *tls.CertificateVerificationError
+	var rhe tls.RecordHeaderError
+	if errors.As(err, &cve) || errors.As(err, &rhe) {
+		return unavailable("tls", err)
+	}
+	return unavailable("dial", err)
+}
+
+func unavailable(reason string, err error) *Error {
+	return &Error{Kind: Unavailable, Reason: reason, Err: err}
+}
+
+func outcomeUnknown(reason string, err error) *Error {
+	return &Error{Kind: OutcomeUnknown, Reason: reason, Err: err}
+}

@@ -1,0 +1,217 @@
+package agentgw
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Wire constants of the native protocol as served by openclaw 2026.9.6.
+const (
+	// ProtocolVersion is the only protocol the client speaks (min = max).
+	ProtocolVersion = 4
+	// NativeAgentID is the native agent every OCC Agent's gateway serves.
+	NativeAgentID = "main"
+
+	methodConnect = "connect"
+	methodGet     = "agents.files.get"
+	methodSet     = "agents.files.set"
+
+	eventChallenge = "connect.challenge"
+
+	// Request ids are per connection; one connection carries exactly one
+	// connect and one file request.
+	connectID = "1"
+	requestID = "2"
+
+	// clientID/clientMode are the device-less backend identity: client.id
+	// is a closed set on the gateway, and gateway-client/backend is the
+	// only device-less id whose requested scopes survive token auth on a
+	// loopback connection (openclaw-gateway.md 4.1).
+	clientID       = "gateway-client"
+	clientMode     = "backend"
+	clientPlatform = "linux"
+	role           = "operator"
+
+	scopeAdmin = "operator.admin"
+	scopeRead  = "operator.read"
+	scopeWrite = "operator.write"
+
+	conflictType = "agent_file_conflict"
+)
+
+// reqFrame is a request frame. Frames are closed objects on the gateway:
+// no field may be added.
+type reqFrame struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	Method string `json:"method"`
+	Params any    `json:"params"`
+}
+
+type connectParams struct {
+	MinProtocol int          `json:"minProtocol"`
+	MaxProtocol int          `json:"maxProtocol"`
+	Client      clientInfo   `json:"client"`
+	Role        string       `json:"role"`
+	Scopes      []string     `json:"scopes"`
+	Caps        []string     `json:"caps"`
+	Auth        *connectAuth `json:"auth,omitempty"`
+}
+
+type clientInfo struct {
+	ID       string `json:"id"`
+	Version  string `json:"version"`
+	Platform string `json:"platform"`
+	Mode     string `json:"mode"`
+}
+
+type connectAuth struct {
+	Token string `json:"token"`
+}
+
+type getParams struct {
+	AgentID string `json:"agentId"`
+	Name    string `json:"name"`
+}
+
+type setParams struct {
+	AgentID      string `json:"agentId"`
+	Name         string `json:"name"`
+	Content      string `json:"content"`
+	ExpectedHash string `json:"expectedHash,omitempty"`
+}
+
+// inFrame is any server frame; only the fields the client reads are
+// decoded (the hello-ok's presence and health blobs are skipped).
+type inFrame struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Event   string          `json:"event"`
+	OK      bool            `json:"ok"`
+	Payload json.RawMessage `json:"payload"`
+	Error   *wireError      `json:"error"`
+}
+
+type wireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details struct {
+		Code         string `json:"code"`
+		Type         string `json:"type"`
+		Reason       string `json:"reason"`
+		MissingScope string `json:"missingScope"`
+		CurrentHash  string `json:"currentHash"`
+	} `json:"details"`
+	Retryable bool `json:"retryable"`
+}
+
+type helloOK struct {
+	Type     string `json:"type"`
+	Protocol int    `json:"protocol"`
+	Auth     *struct {
+		Role   string   `json:"role"`
+		Scopes []string `json:"scopes"`
+	} `json:"auth"`
+}
+
+// filePayload is the success payload of agents.files.get and .set.
+type filePayload struct {
+	OK      *bool `json:"ok"` // set only
+	Missing bool  `json:"missing"`
+	File    *struct {
+		Name    string  `json:"name"`
+		Missing bool    `json:"missing"`
+		Hash    string  `json:"hash"`
+		Content *string `json:"content"`
+	} `json:"file"`
+}
+
+// GatewayError is an error the gateway answered, reduced to its
+// machine-readable codes. It deliberately drops the human message: messages
+// are free text, and the client never lets text it did not choose reach an
+// error or a log line.
+type GatewayError struct {
+	Code         string // INVALID_REQUEST, FORBIDDEN, NOT_PAIRED, UNAVAILABLE, ...
+	DetailCode   string // details.code, e.g. AUTH_TOKEN_MISMATCH, MISSING_SCOPE
+	DetailType   string // details.type, e.g. agent_file_conflict
+	DetailReason string // details.reason, e.g. startup-sidecars
+	MissingScope string // details.missingScope
+	Retryable    bool
+}
+
+func (e *GatewayError) Error() string {
+	var b strings.Builder
+	b.WriteString("gateway answered ")
+	b.WriteString(codeOrUnknown(e.Code))
+	for _, s := range []string{e.DetailCode, e.DetailType, e.DetailReason, e.MissingScope} {
+		if s != "" {
+			b.WriteString(" ")
+			b.WriteString(s)
+		}
+	}
+	if e.Retryable {
+		b.WriteString(" (retryable)")
+	}
+	return b.String()
+}
+
+func codeOrUnknown(s string) string {
+	if s == "" {
+		return "an error without a code"
+	}
+	return s
+}
+
+func (w *wireError) gatewayError() *GatewayError {
+	return &GatewayError{
+		Code:         token(w.Code),
+		DetailCode:   token(w.Details.Code),
+		DetailType:   token(w.Details.Type),
+		DetailReason: token(w.Details.Reason),
+		MissingScope: token(w.Details.MissingScope),
+		Retryable:    w.Retryable,
+	}
+}
+
+// token keeps a code only if it looks like one (short, [A-Za-z0-9._:-]):
+// codes are enums, and anything else is not something to repeat.
+func token(s string) string {
+	if len(s) > 64 {
+		return "(invalid)"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == ':') {
+			return "(invalid)"
+		}
+	}
+	return s
+}
+
+// encodeFrame marshals a request frame without HTML escaping (the gateway
+// reads JSON, not HTML; escaping only grows frames with <, > or & in them).
+func encodeFrame(f reqFrame) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("encode %s frame: %w", f.Method, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// isHex64 reports whether s is a 64-digit hex string (either case).
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,729 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/openclaw/occ/internal/compute"
+)
+
+// Pending reasons of PrepareRevision.
+const (
+	// PendingKubernetesAPIUnavailable: the API server did not answer (a
+	// timeout, a refused connection, a 5xx); nothing is known to be wrong
+	// with the revision.
+	PendingKubernetesAPIUnavailable = "KUBERNETES_API_UNAVAILABLE"
+	// PendingAgentGatewayUnavailable: the objects are applied and the
+	// gateway Deployment is not available yet; Message says why.
+	PendingAgentGatewayUnavailable = "AGENT_GATEWAY_UNAVAILABLE"
+)
+
+// Options tune a Driver.
+type Options struct {
+	// ID names the driver instance; default "kubernetes".
+	ID string
+	// CallTimeout bounds every API request; default 30 s. The caller's
+	// context bounds the whole verb.
+	CallTimeout time.Duration
+	// SetupFailureLimit is how many times the workspace-setup init
+	// container may fail before PrepareRevision fails the revision with
+	// WORKSPACE_SETUP_FAILED; default 3. The runner is safe to retry, so a
+	// passing failure (a slow volume, an evicted Pod) is retried first.
+	SetupFailureLimit int32
+	// Logger receives the driver's own notes; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Driver is the Kubernetes Compute driver. It is safe for concurrent use;
+// all state is in the cluster.
+type Driver struct {
+	cfg Config
+	c   client.Client
+	o   Options
+}
+
+var _ compute.Driver = (*Driver)(nil)
+
+// New returns a driver that runs Agents through c, which must know the
+// built-in types (Scheme has everything). cfg is validated (with defaults
+// applied); New makes no API call, so a cluster that is down at start-up
+// shows up as pending deployments, not as a failed start.
+func New(cfg Config, c client.Client, opts Options) (*Driver, error) {
+	if c == nil {
+		return nil, errors.New("kube: New: the client is nil")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kube: invalid configuration: %w", err)
+	}
+	if opts.ID == "" {
+		opts.ID = "kubernetes"
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 30 * time.Second
+	}
+	if opts.SetupFailureLimit <= 0 {
+		opts.SetupFailureLimit = 3
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Driver{cfg: cfg, c: c, o: opts}, nil
+}
+
+// RESTConfig returns the client configuration cfg selects: the kubeconfig
+// file (and context) when set, else the in-cluster service account.
+func RESTConfig(cfg Config) (*rest.Config, error) {
+	if cfg.Kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kube: no kubeconfig configured and not running in a cluster: %w", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: cfg.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: cfg.Context},
+	).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kube: kubeconfig %s: %w", cfg.Kubeconfig, err)
+	}
+	return rc, nil
+}
+
+// NewFromKubeconfig builds the client from cfg (RESTConfig) with Scheme and
+// returns New's driver. It reads the kubeconfig but makes no API call.
+func NewFromKubeconfig(cfg Config, opts Options) (*Driver, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kube: invalid configuration: %w", err)
+	}
+	rc, err := RESTConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(rc, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("kube: client for %s: %w", rc.Host, err)
+	}
+	return New(cfg, c, opts)
+}
+
+// ID implements compute.Driver.
+func (d *Driver) ID() string { return d.o.ID }
+
+// Capabilities implements compute.Driver: workspace setup always (an init
+// container runs the shared runner), live files only with routing.
+func (d *Driver) Capabilities() compute.Capabilities {
+	return compute.Capabilities{WorkspaceSetup: true, LiveFiles: d.cfg.GatewayRouting != nil}
+}
+
+// Config returns the driver's configuration with defaults applied.
+func (d *Driver) Config() Config { return d.cfg }
+
+// EnsureNamespace applies the tenant namespace and its NetworkPolicies.
+// A namespace of that name that is labelled for another OCC Namespace, or
+// that is being deleted, is an error (retryable: deletion finishes).
+func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	namespace, policies := RenderNamespace(d.cfg, ns)
+	m, err := d.getMeta(ctx, gvkNamespace, "", namespace.Name)
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		if got := m.Labels[LabelNamespace]; got != ns.ID {
+			return fmt.Errorf("kube: namespace %s exists but belongs to %q, not %s; leaving it alone", namespace.Name, got, ns.ID)
+		}
+		if m.DeletionTimestamp != nil {
+			return fmt.Errorf("kube: namespace %s is still being deleted; retry when it is gone", namespace.Name)
+		}
+	}
+	if err := d.apply(ctx, namespace, ""); err != nil {
+		return err
+	}
+	for _, p := range policies {
+		if err := d.apply(ctx, p, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteNamespace deletes the tenant namespace (Kubernetes then removes
+// what is left in it, in the background). Absence, and a deletion already
+// under way, are success; a namespace labelled for another OCC Namespace
+// is left alone with an error.
+func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	name := TenantNamespace(ns.ID)
+	for range maxDeleteAttempts {
+		m, err := d.getMeta(ctx, gvkNamespace, "", name)
+		if err != nil || m == nil || m.DeletionTimestamp != nil {
+			return err
+		}
+		if got := m.Labels[LabelNamespace]; got != ns.ID || m.Labels[LabelManagedBy] != ManagedBy {
+			return fmt.Errorf("kube: namespace %s is not managed by OCC for %s (label %s=%q); leaving it alone", name, ns.ID, LabelNamespace, got)
+		}
+		if err := d.deleteObserved(ctx, m); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("kube: namespace %s changed on every attempt to delete it; will retry", name)
+}
+
+// PrepareRevision applies everything the revision needs and reports Ready
+// once its gateway Deployment is available:
+//
+//  1. the native configuration (permanent CONFIGURATION_INVALID on
+//     conflicts) as the revision's immutable ConfigMap;
+//  2. the Agent's state PVC, created once and never changed;
+//  3. the workspace-setup Secret, when rc has a setup;
+//  4. the gateway Deployment, taken over for this revision unless a newer
+//     revision owns it (then a permanent failure: this revision is stale).
+//
+// The Deployment's Recreate rollout stops the previous revision's Pod
+// before this one starts (one gateway per Agent on a ReadWriteOnce
+// volume); routing stays with the serving revision until ActivateRevision.
+// While the API server cannot be reached the answer is Ready=false with
+// KUBERNETES_API_UNAVAILABLE, not an error; a cancelled context is an
+// error.
+func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
+	if err := ctx.Err(); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	objs, err := Render(d.cfg, rev, rc.WorkspaceSetup)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	res, err := d.prepare(ctx, rev, objs)
+	return d.settle(ctx, res, err)
+}
+
+// settle turns an API server that cannot answer into a pending result.
+func (d *Driver) settle(ctx context.Context, res compute.PrepareResult, err error) (compute.PrepareResult, error) {
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		return compute.PrepareResult{}, err
+	}
+	if _, permanent := compute.AsPermanent(err); !permanent && transient(err) {
+		return compute.PrepareResult{Ready: false, PendingReason: PendingKubernetesAPIUnavailable, Message: err.Error()}, nil
+	}
+	return compute.PrepareResult{}, err
+}
+
+func (d *Driver) prepare(ctx context.Context, rev compute.Revision, objs *Objects) (compute.PrepareResult, error) {
+	ns := objs.ConfigMap.Namespace
+	nsMeta, err := d.getMeta(ctx, gvkNamespace, "", ns)
+	switch {
+	case err != nil:
+		return compute.PrepareResult{}, err
+	case nsMeta == nil:
+		return compute.PrepareResult{}, fmt.Errorf("kube: namespace %s of %s does not exist; EnsureNamespace must run first", ns, rev.NamespaceID)
+	case nsMeta.DeletionTimestamp != nil:
+		return compute.PrepareResult{}, fmt.Errorf("kube: namespace %s of %s is being deleted", ns, rev.NamespaceID)
+	}
+	if err := d.ensureConfigMap(ctx, rev, objs.ConfigMap); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if err := d.ensurePVC(ctx, rev, objs.StatePVC); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if objs.SetupSecret != nil {
+		if err := d.applyAgentObject(ctx, gvkSecret, objs.SetupSecret, rev.AgentID); err != nil {
+			return compute.PrepareResult{}, err
+		}
+	}
+	ref := refOf(rev)
+	if err := d.claim(ctx, gvkDeployment, objs.Deployment, ref); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	return d.gatewayStatus(ctx, ref)
+}
+
+func refOf(rev compute.Revision) revisionRef {
+	return revisionRef{ID: rev.ID, Number: rev.Number, NamespaceID: rev.NamespaceID, AgentID: rev.AgentID}
+}
+
+// ensureConfigMap creates the revision's ConfigMap. It is immutable: when
+// one exists with other content (the installation's configuration changed,
+// say the trusted CIDRs, between two attempts) it is replaced, deleting
+// exactly the object read (UID precondition).
+func (d *Driver) ensureConfigMap(ctx context.Context, rev compute.Revision, cm *corev1.ConfigMap) error {
+	for range maxDeleteAttempts {
+		var cur corev1.ConfigMap
+		cctx, cancel := d.call(ctx)
+		err := d.c.Get(cctx, client.ObjectKeyFromObject(cm), &cur)
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			return d.apply(ctx, cm, "")
+		case err != nil:
+			return fmt.Errorf("kube: read ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		if err := checkAgent(&cur, rev.AgentID); err != nil {
+			return err
+		}
+		if cur.DeletionTimestamp == nil && cur.Immutable != nil && *cur.Immutable && mapsEqual(cur.Data, cm.Data) {
+			return nil
+		}
+		m := &metav1.PartialObjectMetadata{ObjectMeta: cur.ObjectMeta}
+		m.SetGroupVersionKind(gvkConfigMap)
+		if err := d.deleteObserved(ctx, m); err != nil && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("kube: ConfigMap %s/%s could not be replaced; will retry", cm.Namespace, cm.Name)
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ensurePVC creates the Agent's state volume when it does not exist. An
+// existing one is never changed: it holds the workspace, and most of its
+// spec is immutable anyway.
+func (d *Driver) ensurePVC(ctx context.Context, rev compute.Revision, pvc *corev1.PersistentVolumeClaim) error {
+	m, err := d.getMeta(ctx, gvkPVC, pvc.Namespace, pvc.Name)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return d.apply(ctx, pvc, "")
+	}
+	if err := checkAgent(m, rev.AgentID); err != nil {
+		return err
+	}
+	if m.DeletionTimestamp != nil {
+		return fmt.Errorf("kube: the state volume %s/%s of agent %s is being deleted", pvc.Namespace, pvc.Name, rev.AgentID)
+	}
+	return nil
+}
+
+// applyAgentObject applies an Agent-level object that no revision owns
+// (the setup Secret), refusing to touch a same-named object of another
+// Agent.
+func (d *Driver) applyAgentObject(ctx context.Context, gvk schemaGVK, obj client.Object, agentID string) error {
+	m, err := d.getMeta(ctx, gvk, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		if err := checkAgent(m, agentID); err != nil {
+			return err
+		}
+	}
+	return d.apply(ctx, obj, "")
+}
+
+// errNewerOwner says a newer revision owns an object: the revision at
+// hand is stale, and retrying cannot change that.
+func errNewerOwner(kind, name string, owner, rev revisionRef) error {
+	return compute.Permanent(compute.CodeRuntimeFailed, fmt.Errorf(
+		"kube: %s %s belongs to revision #%d (%s), newer than #%d (%s); this revision can no longer run", kind, name, owner.Number, owner.ID, rev.Number, rev.ID))
+}
+
+// claim applies obj, an Agent-level object that revisions share (the
+// Deployment, the Service, the HTTPRoute), on behalf of rev: created when
+// absent, taken over from rev itself or an older revision (conditional on
+// the resourceVersion read, so a concurrent change is a conflict rather
+// than a lost update), refused when a newer revision owns it.
+func (d *Driver) claim(ctx context.Context, gvk schemaGVK, obj client.Object, rev revisionRef) error {
+	m, err := d.getMeta(ctx, gvk, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return err
+	}
+	rv := ""
+	if m != nil {
+		if err := checkAgent(m, rev.AgentID); err != nil {
+			return err
+		}
+		if o, ok := ownerOf(m); ok && o.ID != rev.ID && o.Number >= rev.Number {
+			return errNewerOwner(gvk.Kind, obj.GetNamespace()+"/"+obj.GetName(), o, rev)
+		}
+		rv = m.ResourceVersion
+	}
+	return d.apply(ctx, obj, rv)
+}
+
+// gatewayStatus reads the Deployment and says whether rev's gateway is
+// available; when it is not, the Pods explain why, and a workspace setup
+// that failed SetupFailureLimit times fails the revision.
+func (d *Driver) gatewayStatus(ctx context.Context, rev revisionRef) (compute.PrepareResult, error) {
+	ns, name := TenantNamespace(rev.NamespaceID), GatewayName(rev.AgentID)
+	var dep appsv1.Deployment
+	cctx, cancel := d.call(ctx)
+	err := d.c.Get(cctx, client.ObjectKey{Namespace: ns, Name: name}, &dep)
+	cancel()
+	if err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("kube: read Deployment %s/%s: %w", ns, name, err)
+	}
+	ready, msg := deploymentReady(&dep, rev.ID)
+	if ready {
+		return compute.PrepareResult{Ready: true}, nil
+	}
+	var pods corev1.PodList
+	cctx, cancel = d.call(ctx)
+	err = d.c.List(cctx, &pods, client.InNamespace(ns), client.MatchingLabels{LabelAgent: rev.AgentID, LabelRevision: rev.ID})
+	cancel()
+	if err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("kube: list Pods of %s/%s: %w", ns, name, err)
+	}
+	detail, perr := diagnosePods(pods.Items, d.o.SetupFailureLimit)
+	if perr != nil {
+		return compute.PrepareResult{}, perr
+	}
+	if detail != "" {
+		msg += ": " + detail
+	}
+	return compute.PrepareResult{Ready: false, PendingReason: PendingAgentGatewayUnavailable, Message: msg}, nil
+}
+
+// deploymentReady says whether dep runs revisionID and has its one replica
+// available, with no Pod of another template left; otherwise why not.
+func deploymentReady(dep *appsv1.Deployment, revisionID string) (bool, string) {
+	owner, _ := ownerOf(dep)
+	switch {
+	case owner.ID != revisionID:
+		return false, fmt.Sprintf("the gateway Deployment runs revision %q", owner.ID)
+	case dep.Status.ObservedGeneration < dep.Generation:
+		return false, "the gateway Deployment's change is not observed yet"
+	case dep.Spec.Replicas != nil && *dep.Spec.Replicas == 0:
+		return false, "the gateway is stopped"
+	}
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse {
+			return false, fmt.Sprintf("the gateway Deployment is not progressing (%s)", c.Reason)
+		}
+	}
+	if dep.Status.UpdatedReplicas < 1 || dep.Status.AvailableReplicas < 1 || dep.Status.Replicas != dep.Status.UpdatedReplicas {
+		return false, fmt.Sprintf("waiting for the gateway: %d of 1 replica available (%d updated, %d in total)",
+			dep.Status.AvailableReplicas, dep.Status.UpdatedReplicas, dep.Status.Replicas)
+	}
+	return true, ""
+}
+
+// diagnosePods explains why a revision's Pods are not available, in
+// terms that carry no content, and fails the revision permanently when its
+// workspace setup has failed limit times.
+func diagnosePods(pods []corev1.Pod, limit int32) (string, error) {
+	var notes []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				notes = append(notes, fmt.Sprintf("pod %s not scheduled (%s)", p.Name, c.Reason))
+			}
+		}
+		for _, s := range p.Status.InitContainerStatuses {
+			failed := (s.State.Terminated != nil && s.State.Terminated.ExitCode != 0) ||
+				(s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0)
+			if s.Name == "workspace-setup" && failed {
+				if s.RestartCount+1 >= limit {
+					return "", compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf(
+						"kube: workspace setup of pod %s failed %d times", p.Name, s.RestartCount+1))
+				}
+				notes = append(notes, fmt.Sprintf("workspace setup of pod %s failed; retrying", p.Name))
+			}
+			if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "PodInitializing" {
+				notes = append(notes, fmt.Sprintf("init container %s of pod %s: %s", s.Name, p.Name, w.Reason))
+			}
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+				notes = append(notes, fmt.Sprintf("container %s of pod %s: %s", s.Name, p.Name, w.Reason))
+			}
+		}
+	}
+	return strings.Join(notes, "; "), nil
+}
+
+// ActivateRevision makes a prepared revision the serving one: the Service
+// and (with routing) the HTTPRoute are applied with this revision's
+// ownership annotations. The Deployment must already run this revision. A
+// newer revision's routing is never taken (permanent failure: this
+// revision is stale). Once the gateway is available, a pending workspace
+// setup is applied (its init container succeeded), so the Secret's payload
+// is replaced by the completed identity: the file contents leave the
+// cluster.
+func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	objs, err := Render(d.cfg, rev, rc.WorkspaceSetup)
+	if err != nil {
+		return err
+	}
+	ref := refOf(rev)
+	dep, err := d.getMeta(ctx, gvkDeployment, objs.Deployment.Namespace, objs.Deployment.Name)
+	if err != nil {
+		return err
+	}
+	if dep == nil {
+		return fmt.Errorf("kube: revision #%d (%s) is not prepared: the gateway Deployment does not exist", rev.Number, rev.ID)
+	}
+	if err := checkAgent(dep, rev.AgentID); err != nil {
+		return err
+	}
+	if o, _ := ownerOf(dep); o.ID != rev.ID {
+		if o.Number >= rev.Number {
+			return errNewerOwner("Deployment", dep.Namespace+"/"+dep.Name, o, ref)
+		}
+		return fmt.Errorf("kube: revision #%d (%s) is not prepared: the gateway Deployment runs revision #%d", rev.Number, rev.ID, o.Number)
+	}
+	if s := rc.WorkspaceSetup; s != nil && !s.Completed {
+		res, err := d.gatewayStatus(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if res.Ready {
+			secret, err := RenderSetupSecret(rev.NamespaceID, rev.AgentID, s, true)
+			if err != nil {
+				return err
+			}
+			if err := d.applyAgentObject(ctx, gvkSecret, secret, rev.AgentID); err != nil {
+				return err
+			}
+		}
+	}
+	if err := d.claim(ctx, gvkService, objs.Service, ref); err != nil {
+		return err
+	}
+	if objs.HTTPRoute != nil {
+		if err := d.claim(ctx, gvkHTTPRoute, objs.HTTPRoute, ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StopRevision removes the revision's inbound routing (its HTTPRoute and
+// Service, only while it owns them) and stops its execution: when it owns
+// the Deployment, the Deployment is handed back to the serving revision if
+// another one serves (an abandoned deployment falls back), else scaled to
+// zero. Durable state stays. Objects of other revisions are not touched.
+func (d *Driver) StopRevision(ctx context.Context, rev compute.Revision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.removeRouting(ctx, rev); err != nil {
+		return err
+	}
+	return d.releaseDeployment(ctx, rev, false)
+}
+
+// RetireRevision does what StopRevision does, deletes the Deployment
+// instead of scaling it when no other revision serves, and deletes the
+// revision's ConfigMap. Every delete carries UID and resourceVersion
+// preconditions on the object whose ownership was checked.
+func (d *Driver) RetireRevision(ctx context.Context, rev compute.Revision) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.removeRouting(ctx, rev); err != nil {
+		return err
+	}
+	if err := d.releaseDeployment(ctx, rev, true); err != nil {
+		return err
+	}
+	return d.deleteIf(ctx, gvkConfigMap, TenantNamespace(rev.NamespaceID), ConfigMapName(rev.AgentID, rev.ID), rev.AgentID,
+		func(m *metav1.PartialObjectMetadata) bool { return m.Labels[LabelRevision] == rev.ID })
+}
+
+// removeRouting deletes the HTTPRoute and the Service while rev owns them.
+func (d *Driver) removeRouting(ctx context.Context, rev compute.Revision) error {
+	ns, name := TenantNamespace(rev.NamespaceID), GatewayName(rev.AgentID)
+	if d.cfg.GatewayRouting != nil {
+		if err := d.deleteIf(ctx, gvkHTTPRoute, ns, name, rev.AgentID, ownedBy(rev.ID)); err != nil {
+			return err
+		}
+	}
+	return d.deleteIf(ctx, gvkService, ns, name, rev.AgentID, ownedBy(rev.ID))
+}
+
+// releaseDeployment stops rev's gateway when rev owns the Deployment: hand
+// it back to the revision that serves (owner of the Service) when that is
+// another, still prepared revision (its ConfigMap exists), else delete it
+// (retire) or scale it to zero (stop). Each write is conditional on the
+// resourceVersion the ownership was read at.
+func (d *Driver) releaseDeployment(ctx context.Context, rev compute.Revision, retire bool) error {
+	ns, name := TenantNamespace(rev.NamespaceID), GatewayName(rev.AgentID)
+	for range maxDeleteAttempts {
+		dep, err := d.getMeta(ctx, gvkDeployment, ns, name)
+		if err != nil || dep == nil || dep.DeletionTimestamp != nil {
+			return err
+		}
+		if err := checkAgent(dep, rev.AgentID); err != nil {
+			return err
+		}
+		if !ownedBy(rev.ID)(dep) {
+			return nil
+		}
+		serving, err := d.servingRevision(ctx, rev)
+		if err != nil {
+			return err
+		}
+		switch {
+		case serving != nil:
+			withSetup, err := d.hasSetupSecret(ctx, rev)
+			if err != nil {
+				return err
+			}
+			err = d.apply(ctx, renderDeployment(d.cfg, *serving, withSetup), dep.ResourceVersion)
+			if err == nil {
+				d.o.Logger.Info("kube: gateway handed back to the serving revision",
+					"agent", rev.AgentID, "from", rev.ID, "to", serving.ID)
+			}
+			if !apierrors.IsConflict(err) {
+				return err
+			}
+		case retire:
+			if err := d.deleteObserved(ctx, dep); !apierrors.IsConflict(err) {
+				return err
+			}
+		default:
+			patch := fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q},"spec":{"replicas":0}}`, dep.ResourceVersion)
+			cctx, cancel := d.call(ctx)
+			err := d.c.Patch(cctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
+				client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner))
+			cancel()
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if !apierrors.IsConflict(err) {
+				if err != nil {
+					return fmt.Errorf("kube: scale Deployment %s/%s to zero: %w", ns, name, err)
+				}
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("kube: Deployment %s/%s changed on every attempt; will retry", ns, name)
+}
+
+// servingRevision returns the revision that owns the Agent's Service when
+// it is another revision than rev whose ConfigMap still exists, else nil.
+func (d *Driver) servingRevision(ctx context.Context, rev compute.Revision) (*revisionRef, error) {
+	ns := TenantNamespace(rev.NamespaceID)
+	svc, err := d.getMeta(ctx, gvkService, ns, GatewayName(rev.AgentID))
+	if err != nil || svc == nil || svc.DeletionTimestamp != nil {
+		return nil, err
+	}
+	o, ok := ownerOf(svc)
+	if !ok || o.ID == rev.ID || checkAgent(svc, rev.AgentID) != nil {
+		return nil, nil
+	}
+	cm, err := d.getMeta(ctx, gvkConfigMap, ns, ConfigMapName(rev.AgentID, o.ID))
+	if err != nil || cm == nil || cm.DeletionTimestamp != nil {
+		return nil, err
+	}
+	o.NamespaceID, o.AgentID = rev.NamespaceID, rev.AgentID
+	return &o, nil
+}
+
+func (d *Driver) hasSetupSecret(ctx context.Context, rev compute.Revision) (bool, error) {
+	m, err := d.getMeta(ctx, gvkSecret, TenantNamespace(rev.NamespaceID), SetupSecretName(rev.AgentID))
+	return m != nil && m.DeletionTimestamp == nil, err
+}
+
+// DeleteAgent removes everything of the Agent in its tenant namespace:
+// HTTPRoute, Service, Deployment (its Pods follow in the background),
+// every ConfigMap and Secret labelled with the Agent, and the state PVC.
+// It is called after every revision was retired, so it does not check
+// ownership annotations, only that each object is the Agent's. Absence is
+// success.
+func (d *Driver) DeleteAgent(ctx context.Context, a compute.Agent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ns, name := TenantNamespace(a.NamespaceID), GatewayName(a.ID)
+	if d.cfg.GatewayRouting != nil {
+		if err := d.deleteIf(ctx, gvkHTTPRoute, ns, name, a.ID, nil); err != nil {
+			return err
+		}
+	}
+	for _, gvk := range []schemaGVK{gvkService, gvkDeployment} {
+		if err := d.deleteIf(ctx, gvk, ns, name, a.ID, nil); err != nil {
+			return err
+		}
+	}
+	labels := map[string]string{LabelAgent: a.ID, LabelManagedBy: ManagedBy}
+	for _, gvk := range []schemaGVK{gvkConfigMap, gvkSecret} {
+		items, err := d.listMeta(ctx, gvk, ns, labels)
+		if err != nil {
+			return err
+		}
+		for _, m := range items {
+			if err := d.deleteIf(ctx, gvk, ns, m.Name, a.ID, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return d.deleteIf(ctx, gvkPVC, ns, StatePVCName(a.ID), a.ID, nil)
+}
+
+// Endpoint returns the Agent's routed URL (no API call, no readiness
+// check), or ErrNoEndpoint without routing.
+func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.Endpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return compute.Endpoint{}, err
+	}
+	if d.cfg.GatewayRouting == nil {
+		return compute.Endpoint{}, fmt.Errorf("kube: %w: gatewayRouting is not configured", compute.ErrNoEndpoint)
+	}
+	return compute.Endpoint{URL: EndpointURL(d.cfg, rev.NamespaceID, rev.AgentID), Transport: compute.Routed}, nil
+}
+
+// Serving reports whether rev is its Agent's serving revision and its
+// gateway is available: the Service (and route) name it and the
+// Deployment runs it with one replica available.
+func (d *Driver) Serving(ctx context.Context, rev compute.Revision) (bool, error) {
+	ns, name := TenantNamespace(rev.NamespaceID), GatewayName(rev.AgentID)
+	gvks := []schemaGVK{gvkService}
+	if d.cfg.GatewayRouting != nil {
+		gvks = append(gvks, gvkHTTPRoute)
+	}
+	for _, gvk := range gvks {
+		m, err := d.getMeta(ctx, gvk, ns, name)
+		if err != nil || m == nil || !ownedBy(rev.ID)(m) {
+			return false, err
+		}
+	}
+	res, err := d.gatewayStatus(ctx, refOf(rev))
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return res.Ready, nil
+}

