@@ -241,12 +241,20 @@ func TestRoutedKeyFileRules(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fifoLink := filepath.Join(dir, "fifo-link")
+	if err := os.Symlink(fifo, fifoLink); err != nil {
+		t.Fatal(err)
+	}
+	// A symlink to a good key is how Kubernetes mounts a Secret item: it
+	// is followed (TestRoutedKeyFromSecretMount); the resolved file must
+	// still pass every rule.
+	_ = link
 	tests := []struct {
 		name, path string
 	}{
 		{"none", ""},
 		{"relative path", "good"},
-		{"symlink", link},
+		{"symlink to a FIFO", fifoLink},
 		{"FIFO", fifo},
 		{"directory", dir},
 		{"missing", filepath.Join(dir, "nope")},
@@ -358,5 +366,46 @@ func TestRoutedURLRules(t *testing.T) {
 	}
 	if n := p.Forwarded() + p.Refused(); n != 0 {
 		t.Errorf("the proxy saw %d requests", n)
+	}
+}
+
+// TestRoutedKeyFromSecretMount reads the key the way a Kubernetes Secret
+// volume presents it, key -> ..data/key with ..data -> a timestamped dir,
+// and rotates it by swapping ..data atomically, as the kubelet does.
+func TestRoutedKeyFromSecretMount(t *testing.T) {
+	g := gwtest.Shared(t, gwtest.TrustedProxyMode)
+	p := gwtest.NewProxy(t, gwtest.ProxyOptions{Upstream: g.HTTPURL})
+	c := agentgw.New(agentgw.Options{})
+	mount := t.TempDir()
+	publish := func(gen, key string) {
+		d := filepath.Join(mount, gen)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "key"), []byte(key), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(mount, "..data_tmp")
+		if err := os.Symlink(gen, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(mount, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("..2026_11_29_1", p.Key())
+	if err := os.Symlink(filepath.Join("..data", "key"), filepath.Join(mount, "key")); err != nil {
+		t.Fatal(err)
+	}
+	target := p.Target(t)
+	target.KeyFile = filepath.Join(mount, "key")
+	if _, err := c.Get(testCtx(t), target, workspace.SoulMD); err != nil {
+		t.Fatalf("Get with a Secret-mounted key: %v", err)
+	}
+	newKey := strings.Repeat("r", 64)
+	p.SetKey(newKey)
+	publish("..2026_11_29_2", newKey)
+	if _, err := c.Get(testCtx(t), target, workspace.SoulMD); err != nil {
+		t.Fatalf("Get after rotating the mounted key: %v", err)
 	}
 }

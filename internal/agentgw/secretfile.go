@@ -39,9 +39,15 @@ var errSecretContent = errors.New("content must be printable ASCII without space
 //     (or, if trimmed here, differ from what the proxy was given); a file
 //     written with `echo` fails loudly instead.
 //
+// followSymlinks is true for the service key only: Kubernetes presents a
+// mounted Secret item as a symlink (key -> ..data/key) and swaps ..data
+// atomically on rotation, so the key path must resolve through it; the
+// resolved file must still be a regular file, checked on the descriptor.
+// The gateway token is a file OCC itself created and never a symlink.
+//
 // The error never contains any byte of the file.
-func readSecretFile(path string) ([]byte, error) {
-	b, err := readBoundedFile(path, MaxSecretFileBytes, false)
+func readSecretFile(path string, followSymlinks bool) ([]byte, error) {
+	b, err := readBoundedFile(path, MaxSecretFileBytes, followSymlinks)
 	if err != nil {
 		return nil, err
 	}

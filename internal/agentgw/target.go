@@ -39,7 +39,7 @@ func prepare(t Target) (*prepared, error) {
 		if t.TokenFile == "" {
 			return nil, unavailable("credential", errors.New("direct target has no token file"))
 		}
-		tok, err := readSecretFile(t.TokenFile)
+		tok, err := readSecretFile(t.TokenFile, false)
 		if err != nil {
 			return nil, unavailable("credential", fmt.Errorf("gateway token file: %w", err))
 		}
@@ -51,7 +51,7 @@ func prepare(t Target) (*prepared, error) {
 		if t.KeyFile == "" {
 			return nil, unavailable("credential", errors.New("routed target has no service key file"))
 		}
-		key, err := readSecretFile(t.KeyFile)
+		key, err := readSecretFile(t.KeyFile, true)
 		if err != nil {
 			return nil, unavailable("credential", fmt.Errorf("service key file: %w", err))
 		}
