@@ -32,7 +32,7 @@ type localEnv struct {
 	dataDir string
 }
 
-func newLocalEnv(t *testing.T) *localEnv {
+func newLocalEnv(t testing.TB) *localEnv {
 	t.Helper()
 	rt, err := gwtest.FindRuntime()
 	if err != nil {

@@ -35,7 +35,7 @@ func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // env is one OCC server over a real store with a bootstrapped administrator.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *server.Server
 	clock *clock
 	admin cred
@@ -68,13 +68,13 @@ type envelope struct {
 	} `json:"meta"`
 }
 
-func newEnv(t *testing.T, st store.Store) *env {
+func newEnv(t testing.TB, st store.Store) *env {
 	t.Helper()
 	return newEnvWith(t, st, server.Options{})
 }
 
 // newEnvWith builds an env with extra server options (driver, worker).
-func newEnvWith(t *testing.T, st store.Store, o server.Options) *env {
+func newEnvWith(t testing.TB, st store.Store, o server.Options) *env {
 	t.Helper()
 	c := newClock()
 	o.Store, o.PublicOrigin = st, testOrigin
@@ -215,7 +215,7 @@ func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // httpTestServer serves h on a loopback port for tests that need a real
 // client connection (disconnects).
-func httpTestServer(t *testing.T, h http.Handler) *httptest.Server {
+func httpTestServer(t testing.TB, h http.Handler) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(h)
 	t.Cleanup(s.Close)

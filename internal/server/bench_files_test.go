@@ -1,0 +1,154 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/compute"
+)
+
+// BenchmarkWorkspaceFiles measures OCC's file GET and PUT, over HTTP on
+// loopback through the whole stack (admission, authorization, the active
+// revision, the gateway client, audit), against the same operation done
+// directly on the same real gateway with the native protocol, both opening
+// a fresh gateway connection per operation. It reports p50 and p99 of each
+// and their ratio, at concurrency 1 and 16. Each sub-benchmark runs b.N
+// operations of each kind, so every loop is bounded by the bench time.
+//
+//	go test ./internal/server -run '^$' -bench WorkspaceFiles -benchtime 200x
+func BenchmarkWorkspaceFiles(b *testing.B) {
+	le := newLocalEnv(b)
+	agent := le.createAgent("bench", nil)
+	le.deployed(agent)
+	srv := httpTestServer(b, le.srv.Handler())
+	gw, err := le.driver.Endpoint(context.Background(), revisionFor(b, le, agent))
+	if err != nil {
+		b.Fatal(err)
+	}
+	token, err := os.ReadFile(gw.TokenFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := srv.URL + "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/SOUL.md"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	occOp := func(put bool) error {
+		var req *http.Request
+		if put {
+			req, _ = http.NewRequest("PUT", url, strings.NewReader(`{"content":"bench soul"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Origin", testOrigin)
+		} else {
+			req, _ = http.NewRequest("GET", url, nil)
+		}
+		req.AddCookie(le.admin.cookie)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	directOp := func(put bool) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := gwtest.DialNative(ctx, gw.URL, gwtest.NativeOptions{Token: string(token)})
+		if err != nil {
+			return err
+		}
+		defer n.Close()
+		if put {
+			_, err = n.SetFile(ctx, "SOUL.md", "bench soul")
+		} else {
+			_, err = n.GetFile(ctx, "SOUL.md")
+		}
+		return err
+	}
+	if err := occOp(true); err != nil {
+		b.Fatalf("warm-up PUT: %v", err)
+	}
+	for _, conc := range []int{1, 16} {
+		for _, put := range []bool{false, true} {
+			name := fmt.Sprintf("get/conc=%d", conc)
+			if put {
+				name = fmt.Sprintf("put/conc=%d", conc)
+			}
+			b.Run(name, func(b *testing.B) {
+				occ := measure(b, conc, b.N, func() error { return occOp(put) })
+				direct := measure(b, conc, b.N, func() error { return directOp(put) })
+				b.ReportMetric(pct(occ, 50), "occ-p50-ms")
+				b.ReportMetric(pct(occ, 99), "occ-p99-ms")
+				b.ReportMetric(pct(direct, 50), "direct-p50-ms")
+				b.ReportMetric(pct(direct, 99), "direct-p99-ms")
+				b.ReportMetric(pct(occ, 50)/pct(direct, 50), "p50-ratio")
+				b.ReportMetric(pct(occ, 99)/pct(direct, 99), "p99-ratio")
+			})
+		}
+	}
+}
+
+// measure runs n operations on conc goroutines and returns each one's
+// latency in milliseconds.
+func measure(b *testing.B, conc, n int, op func() error) []float64 {
+	b.Helper()
+	var mu sync.Mutex
+	lat := make([]float64, 0, n)
+	var wg sync.WaitGroup
+	next := make(chan struct{}, n)
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	var failed error
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range next {
+				start := time.Now()
+				err := op()
+				d := float64(time.Since(start).Microseconds()) / 1000
+				mu.Lock()
+				if err != nil && failed == nil {
+					failed = err
+				}
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		b.Fatalf("operation failed: %v", failed)
+	}
+	slices.Sort(lat)
+	return lat
+}
+
+func pct(sorted []float64, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(0, min(i-1, len(sorted)-1))]
+}
+
+func revisionFor(b testing.TB, le *localEnv, agent string) compute.Revision {
+	b.Helper()
+	var a struct {
+		ActiveRevisionID string `json:"activeRevisionId"`
+	}
+	le.must("GET", "/namespaces/"+le.ns+"/agents/"+agent, nil, le.admin, 200, &a)
+	return compute.Revision{ID: a.ActiveRevisionID, NamespaceID: le.ns, AgentID: agent}
+}
