@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/kube"
 	"github.com/openclaw/occ/internal/compute/local"
 	"github.com/openclaw/occ/internal/compute/unconfigured"
 	"github.com/openclaw/occ/internal/config"
@@ -60,6 +61,15 @@ func openDriver(ctx context.Context, cfg config.Config, logger *slog.Logger) (co
 				logger.Warn("stopping Agent gateways", "error", err)
 			}
 		}, nil
+	case "kubernetes":
+		if cfg.Kubernetes == nil {
+			return nil, nil, errors.New("compute driver kubernetes needs the drivers.compute.kubernetes section of the config file")
+		}
+		d, err := kube.NewFromKubeconfig(*cfg.Kubernetes, kube.Options{Logger: logger})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() {}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown compute driver %q", cfg.ComputeDriver)
 }

@@ -69,6 +69,8 @@ die() {
 	exit 1
 }
 log() { echo "k8s.sh: $*" >&2; }
+# phase MESSAGE: log MESSAGE with the seconds since start began.
+phase() { log "$* (+$((SECONDS - T0))s)"; }
 
 usage() {
 	echo "usage: $0 start|stop|env|status [DIR]" >&2
@@ -97,9 +99,19 @@ pid_of() {
 	local pid exe
 	pid=$(cat "$DIR/$1.pid" 2>/dev/null) || return 1
 	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
-	exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1) || return 1
+	exe=$({ tr '\0' '\n' <"/proc/$pid/cmdline"; } 2>/dev/null | head -n 1) || return 1
 	[ "$exe" = "$BIN/$1" ] || return 1
 	echo "$pid"
+}
+
+# alive PID: the process exists and is not a zombie. Our components are re-parented to PID 1 once
+# start returns, and a zombie lingers until PID 1 reaps it (seconds, on some machines); kill -0 would
+# still succeed on it.
+alive() {
+	local stat
+	stat=$({ cat "/proc/$1/stat"; } 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
 }
 
 # tail_log NAME prints the end of NAME's log to stderr.
@@ -167,10 +179,10 @@ stop_all() {
 		if pid=$(pid_of "$c"); then
 			kill "$pid" 2>/dev/null || true
 			for i in $(seq 1 100); do
-				kill -0 "$pid" 2>/dev/null || break
+				alive "$pid" || break
 				sleep 0.1
 			done
-			if kill -0 "$pid" 2>/dev/null; then
+			if alive "$pid"; then
 				log "$c (pid $pid) ignored SIGTERM for 10s; killing it"
 				kill -KILL "$pid" 2>/dev/null || true
 			fi
@@ -249,6 +261,7 @@ start_control_plane() {
 		--initial-cluster "occ-test=http://127.0.0.1:$ETCD_PEER_PORT" \
 		--unsafe-no-fsync --log-level warn
 	wait_until 30 etcd "etcd health" curl -sf -m 2 "http://127.0.0.1:$ETCD_PORT/health"
+	phase "etcd ready on 127.0.0.1:$ETCD_PORT"
 
 	launch kube-apiserver \
 		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
@@ -265,6 +278,7 @@ start_control_plane() {
 		--endpoint-reconciler-type none \
 		--cert-dir "$DIR/apiserver-certs"
 	wait_until 90 kube-apiserver "kube-apiserver /readyz" https_ok "https://127.0.0.1:$API_PORT/readyz"
+	phase "kube-apiserver ready on https://127.0.0.1:$API_PORT"
 
 	local kc=$KUBECONFIG_FILE
 	launch kube-controller-manager --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
@@ -315,18 +329,18 @@ apply_crds() {
 	cm=$(mod_dir "github.com/cert-manager/cert-manager@$CM_VERSION")/deploy/crds
 	for d in "$gw" "$eg" "$cm"; do
 		[ -d "$d" ] || die "CRD directory $d is missing"
-		# Server-side: Envoy Gateway's CRDs are too big for the last-applied annotation of a client-side apply.
-		kubectl apply --server-side --force-conflicts --field-manager occ-test -f "$d" >"$LOGS/crds.log" 2>&1 || {
-			cat "$LOGS/crds.log" >&2
-			die "applying the CRDs in $d failed"
-		}
 	done
+	# Server-side: Envoy Gateway's CRDs are too big for the last-applied annotation of a client-side apply.
+	kubectl apply --server-side --force-conflicts --field-manager occ-test -f "$gw" -f "$eg" -f "$cm" >"$LOGS/crds.log" 2>&1 || {
+		cat "$LOGS/crds.log" >&2
+		die "applying the CRDs from $gw, $eg and $cm failed"
+	}
 	kubectl wait --for condition=Established crd --all --timeout 120s >"$LOGS/crds.log" 2>&1 || {
 		cat "$LOGS/crds.log" >&2
 		kubectl get crd >&2 || true
 		die "CRDs not Established within 120s"
 	}
-	log "$(kubectl get crd -o name | wc -l) CRDs established"
+	phase "$(kubectl get crd -o name | wc -l) CRDs established"
 }
 
 start_envoy_gateway() {
@@ -369,6 +383,7 @@ logging:
 EOF
 	launch envoy-gateway server --config-path "$eg/config.yaml"
 	wait_until 90 envoy-gateway "Envoy Gateway /readyz on $EG_HEALTH" curl -sf -m 2 "http://$EG_HEALTH/readyz"
+	phase "Envoy Gateway ready"
 }
 
 start() {
@@ -384,7 +399,7 @@ start() {
 		log "reusing the running environment in $DIR"
 		return
 	fi
-	local t0=$SECONDS
+	T0=$SECONDS
 	stop_all
 	# Whatever fails from here on: leave nothing half-started behind (the logs stay).
 	trap 'rc=$?; if [ $rc != 0 ]; then log "start failed; stopping what was started"; stop_all; fi' EXIT
@@ -399,6 +414,7 @@ start() {
 	rm -rf "$DIR/etcd" "$DIR/apiserver-certs" # a fresh, empty cluster on every real start
 	make_pki
 	write_kubeconfig
+	phase "certificates in $PKI"
 
 	start_control_plane
 	start_kwok
@@ -406,10 +422,11 @@ start() {
 	wait_until 60 kube-controller-manager "kube-controller-manager /healthz" health_ok "https://127.0.0.1:$KCM_PORT/healthz"
 	wait_until 60 kube-scheduler "kube-scheduler /healthz" health_ok "https://127.0.0.1:$SCHED_PORT/healthz"
 	wait_until 60 kwok "node $NODE Ready" node_ready
+	phase "kube-controller-manager and kube-scheduler healthy, node $NODE Ready"
 	start_envoy_gateway
 	fingerprint >"$DIR/fingerprint"
 	trap - EXIT
-	log "started in $((SECONDS - t0))s; KUBECONFIG=$KUBECONFIG_FILE"
+	log "started in $((SECONDS - T0))s; KUBECONFIG=$KUBECONFIG_FILE"
 }
 
 print_env() {

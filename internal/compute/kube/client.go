@@ -126,6 +126,10 @@ func (d *Driver) getMeta(ctx context.Context, gvk schema.GroupVersionKind, names
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
+	case meta.IsNoMatchError(err) && gvk == gvkHTTPRoute && d.cfg.GatewayRouting == nil:
+		// Without routing the Gateway API is optional; with routing a
+		// missing CRD is an error that someone must fix.
+		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("kube: read %s %s/%s: %w", gvk.Kind, namespace, name, err)
 	}

@@ -561,11 +561,11 @@ func (d *Driver) RetireRevision(ctx context.Context, rev compute.Revision) error
 
 // removeRouting deletes the HTTPRoute and the Service while rev owns them.
 func (d *Driver) removeRouting(ctx context.Context, rev compute.Revision) error {
+	// The route goes even when routing was switched off since it was
+	// made: a stale route would still lead to the gateway.
 	ns, name := TenantNamespace(rev.NamespaceID), GatewayName(rev.AgentID)
-	if d.cfg.GatewayRouting != nil {
-		if err := d.deleteIf(ctx, gvkHTTPRoute, ns, name, rev.AgentID, ownedBy(rev.ID)); err != nil {
-			return err
-		}
+	if err := d.deleteIf(ctx, gvkHTTPRoute, ns, name, rev.AgentID, ownedBy(rev.ID)); err != nil {
+		return err
 	}
 	return d.deleteIf(ctx, gvkService, ns, name, rev.AgentID, ownedBy(rev.ID))
 }
@@ -666,12 +666,7 @@ func (d *Driver) DeleteAgent(ctx context.Context, a compute.Agent) error {
 		return err
 	}
 	ns, name := TenantNamespace(a.NamespaceID), GatewayName(a.ID)
-	if d.cfg.GatewayRouting != nil {
-		if err := d.deleteIf(ctx, gvkHTTPRoute, ns, name, a.ID, nil); err != nil {
-			return err
-		}
-	}
-	for _, gvk := range []schemaGVK{gvkService, gvkDeployment} {
+	for _, gvk := range []schemaGVK{gvkHTTPRoute, gvkService, gvkDeployment} {
 		if err := d.deleteIf(ctx, gvk, ns, name, a.ID, nil); err != nil {
 			return err
 		}

@@ -40,6 +40,14 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// cleanupCtx is a context for t.Cleanup, which runs after the test's own
+// context is cancelled.
+func cleanupCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // baseConfig is a routed configuration for the test environment: the
 // Gateway in gatewayNamespace, Envoy in the environment's namespace,
 // images that kwok never pulls, PVCs of storageClass.
@@ -146,9 +154,7 @@ func newInstallation(t *testing.T, env *kubeenv.Cluster, storageClass string, ap
 // deleteCluster deletes a cluster-scoped object at the end of a test.
 func deleteCluster(t *testing.T, env *kubeenv.Cluster, obj client.Object) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := env.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+	if err := env.Client.Delete(cleanupCtx(t), obj); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("delete %T %s: %v", obj, obj.GetName(), err)
 	}
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // HeaderAPIKey carries OCC's service key to Envoy.
@@ -143,4 +145,25 @@ func RenderInstallation(cfg Config, o InstallationOptions) (*Installation, error
 		},
 	}
 	return &Installation{EnvoyProxy: ep, Gateway: gw, SecurityPolicy: sp}, nil
+}
+
+// Manifest renders objects (with TypeMeta set, as every Render function
+// sets it) as one multi-document YAML stream holding what the driver
+// would apply: no status, no server-set or null fields. It is the input
+// format of kubectl apply and egctl x translate.
+func Manifest(objs ...client.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, obj := range objs {
+		u, err := toApply(obj)
+		if err != nil {
+			return nil, err
+		}
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("kube: YAML of %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(b)
+	}
+	return buf.Bytes(), nil
 }

@@ -50,9 +50,15 @@
 //
 // Gateways are not children that die with occ: Close stops supervision and
 // leaves them running, and Recover (after a restart) adopts each live
-// gateway named by a pid file, after checking in /proc that it is the same
-// process (start time), an OpenClaw process, in the Agent's directory and
-// running one of the Agent's configurations. Adopted gateways are
-// supervised by polling. A dead gateway whose Agent has a serving revision
-// is started again; a duplicate is never started.
+// gateway, found through the Agent's pid file or, when that was lost, by
+// its working directory. A process is adopted only after /proc shows it is
+// the same process (start time), an OpenClaw gateway, in the Agent's
+// directory; the revision it runs comes from its OPENCLAW_CONFIG_PATH
+// (its command line no longer shows it: OpenClaw replaces its process
+// title). Adopted gateways are supervised by polling. A dead gateway
+// whose Agent has a serving revision is started again; a duplicate is
+// never started. Shutdown stops every gateway and keeps the serving marks,
+// so the next Recover starts them again.
+//
+// Linux only: the driver reads /proc.
 package local

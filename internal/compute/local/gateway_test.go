@@ -489,6 +489,9 @@ func TestVerifierBlocksStart(t *testing.T) {
 	mustDo(t, "remove the marker", os.Remove(filepath.Join(dir, "workspace", ".oce-workspace-setup.json")))
 	pid, _, _ := runningPID(td.dir, ta.agent.ID)
 	mustDo(t, "kill -9", syscall.Kill(pid, syscall.SIGKILL))
+	// SIGKILL is asynchronous: until the process is gone it may still be
+	// (rightly) reported ready.
+	waitFor(t, "the gateway to die", 10*time.Second, func() bool { return !procAlive(pid, 0) })
 	if code := waitPermanent(t, td, rev1, compute.RevisionContext{WorkspaceSetup: completed(setup)}, time.Minute); code != compute.CodeWorkspaceSetupFailed {
 		t.Errorf("restart after the marker vanished: %s, want %s", code, compute.CodeWorkspaceSetupFailed)
 	}

@@ -542,8 +542,10 @@ func checkRevision(rev compute.Revision) error {
 // Recover re-attaches to the gateways an earlier occ process left running
 // and restarts the serving revision of Agents whose gateway is gone (see
 // the package documentation). It never starts a second gateway for an
-// Agent. Failures of single Agents are logged and returned joined; the
-// driver is usable either way.
+// Agent. A problem with one Agent (an unreadable directory, a revision
+// that does not verify) is logged and does not stop the others, so one
+// broken Agent cannot keep occ from starting; Recover fails only when the
+// agents directory cannot be read or ctx ends. Calling it again is safe.
 func (d *Driver) Recover(ctx context.Context) error {
 	entries, err := os.ReadDir(d.agentsDir)
 	if err != nil {
@@ -552,10 +554,9 @@ func (d *Driver) Recover(ctx context.Context) error {
 	// Gateways whose pid file was lost (occ died between spawn and
 	// writing it) are found by their working directory.
 	orphans := scanGateways(d.agentsDir, d.o.Runtime)
-	var errs []error
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
-			return errors.Join(append(errs, fmt.Errorf("local: recover: %w", err))...)
+			return fmt.Errorf("local: recover: %w", err)
 		}
 		if !e.IsDir() {
 			continue
@@ -571,11 +572,13 @@ func (d *Driver) Recover(ctx context.Context) error {
 			continue
 		}
 		if err := d.recoverAgent(ctx, info.AgentID, orphans[dir]); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("local: recover: %w", ctx.Err())
+			}
 			d.log.Warn("local: recover agent", "agent", info.AgentID, "error", err)
-			errs = append(errs, fmt.Errorf("agent %s: %w", info.AgentID, err))
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func (d *Driver) recoverAgent(ctx context.Context, agentID string, orphans []int) error {
@@ -697,15 +700,19 @@ func (d *Driver) Close() {
 	d.wg.Wait()
 }
 
-// Shutdown stops every gateway of this DataDir (supervised or only named
-// by a pid file) and then closes the driver. It is for tests and for
-// uninstalling; occ server uses Close so that gateways survive restarts.
+// Shutdown stops every gateway of this DataDir (supervised, or only named
+// by a pid file) and then closes the driver; it works after Close too.
+// All gateways get SIGTERM at once, so it takes about one StopGrace at
+// worst, not one per Agent. Serving marks are kept: the next Recover
+// starts the serving revisions again. When ctx ends first, the stops go
+// on in the background and ctx's error is returned.
 func (d *Driver) Shutdown(ctx context.Context) error {
 	var errs []error
 	entries, err := os.ReadDir(d.agentsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	var stopping []*agent
 	for _, e := range entries {
 		info, err := readAgentInfo(filepath.Join(d.agentsDir, e.Name()))
 		if err != nil {
@@ -721,16 +728,27 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 			// Closed earlier: find the gateway again from its pid file.
 			a.sup, a.loaded = nil, false
 		}
-		err = a.load()
-		if err == nil {
-			err = d.stopGateway(ctx, a)
+		if err := a.load(); err != nil {
+			errs = append(errs, fmt.Errorf("agent %s: %w", info.AgentID, err))
 		}
+		if a.sup != nil {
+			a.sup.requestStop()
+			stopping = append(stopping, a)
+		}
+		a.unlock()
+	}
+	for _, a := range stopping {
+		if err := a.lock(ctx); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		err := d.stopGateway(ctx, a)
 		if err == nil {
 			ports.release(a.dir) // claimed again by the next New over this DataDir
 		}
 		a.unlock()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("agent %s: %w", info.AgentID, err))
+			errs = append(errs, fmt.Errorf("agent %s: %w", a.id, err))
 		}
 	}
 	d.Close()

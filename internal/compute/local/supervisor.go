@@ -248,12 +248,6 @@ func (s *supervisor) pid() int {
 	return s.proc.pid
 }
 
-func (s *supervisor) ready() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.phase == phaseReady
-}
-
 // detached reports whether Close ended this supervision.
 func (s *supervisor) detached() bool {
 	select {
@@ -306,6 +300,10 @@ func (s *supervisor) run(p *procHandle) {
 			if restart {
 				if err := s.verifyBeforeRestart(); err != nil {
 					s.giveUp(err)
+					return
+				}
+				if s.stopping() {
+					s.finish(nil)
 					return
 				}
 			}
@@ -399,7 +397,7 @@ func (s *supervisor) watch(p *procHandle) outcome {
 		case <-timer.C:
 		}
 		capLog(s.a.path(fileLog), s.d.o.MaxLogBytes)
-		ok := s.probe(p)
+		ok := s.probe(p, !ready)
 		switch {
 		case !ready && ok:
 			ready = true
@@ -437,13 +435,18 @@ func (s *supervisor) watch(p *procHandle) outcome {
 	}
 }
 
-// probe asks /readyz and checks that the listener is the process's own,
-// so that another process on the port cannot pass for our gateway.
-func (s *supervisor) probe(p *procHandle) bool {
+// probe asks /readyz. Before the first success it also checks that the
+// listener is the process's own, so that another process on the port
+// cannot pass for our gateway; once ours holds the port nobody else can
+// bind it, and health probes skip that /proc scan.
+func (s *supervisor) probe(p *procHandle, checkOwner bool) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, probeLimit)
 	defer cancel()
 	if !s.d.http.ready(ctx, s.port) {
 		return false
+	}
+	if !checkOwner {
+		return true
 	}
 	owned, checked := listenerOwned(p.pid, s.port)
 	return owned || !checked

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -341,13 +342,63 @@ func TestGatewayEnvironmentIsBuiltFromScratch(t *testing.T) {
 	}
 	// Modes: private directory, token and configuration.
 	for p, want := range map[string]os.FileMode{
-		dir: 0o700, filepath.Join(dir, "token"): 0o600, filepath.Join(dir, "workspace"): 0o700,
+		dir:                               0o700,
+		filepath.Join(dir, "token"):       0o600,
+		filepath.Join(dir, "workspace"):   0o700,
+		filepath.Join(dir, "gateway.log"): 0o600,
+		filepath.Join(dir, "pid"):         0o600,
 		filepath.Join(dir, "revisions", agentHash(rev.ID), "openclaw.json"): 0o600,
-		filepath.Join(dir, "gateway.log"): 0o600, filepath.Join(dir, "pid"): 0o600,
 	} {
 		fi, err := os.Stat(p)
 		if err != nil || fi.Mode().Perm() != want {
 			t.Errorf("%s: mode %v (%v), want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
+}
+
+func TestListenerOwnership(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	mustDo(t, "listen", err)
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	if owned, checked := listenerOwned(os.Getpid(), port); !owned || !checked {
+		t.Errorf("listenerOwned(self) = %t, %t; want true, true", owned, checked)
+	}
+	if owned, _ := listenerOwned(1, port); owned {
+		t.Error("listenerOwned(pid 1) = true for our listener")
+	}
+	if !isGatewayCmdline([]string{"openclaw-gateway"}, Runtime{}) ||
+		!isGatewayCmdline([]string{"/n/node", "/x/openclaw.mjs", "gateway", "run"}, Runtime{OpenClaw: "/x/openclaw.mjs"}) ||
+		isGatewayCmdline([]string{"/n/node", "/x/dist/process/spawn-broker/worker.js"}, Runtime{OpenClaw: "/x/openclaw.mjs"}) {
+		t.Error("isGatewayCmdline misclassifies")
+	}
+}
+
+// TestForeignListenerIsNotReady: something else answering /readyz 200 on
+// the Agent's port does not make the revision ready.
+func TestForeignListenerIsNotReady(t *testing.T) {
+	td := newTestDriver(t, standIn(t, "exec sleep 60"), "", func(o *Options) { o.StopGrace = time.Second })
+	ta := newTestAgent()
+	rev := ta.revision(1, "")
+	res, err := td.PrepareRevision(ctxT(t, 10*time.Second), rev, compute.RevisionContext{})
+	mustDo(t, "PrepareRevision", err)
+	if res.Ready || res.PendingReason != PendingReason {
+		t.Fatalf("first PrepareRevision = %+v, want pending %s", res, PendingReason)
+	}
+	ep, err := td.Endpoint(ctxT(t, 10*time.Second), rev)
+	mustDo(t, "Endpoint", err)
+	host := strings.TrimSuffix(strings.TrimPrefix(ep.URL, "ws://"), "/")
+	l, err := net.Listen("tcp4", host)
+	mustDo(t, "listen on the agent's port", err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })}
+	go srv.Serve(l)
+	defer srv.Close()
+	for range 8 {
+		time.Sleep(250 * time.Millisecond)
+		res, err := td.PrepareRevision(ctxT(t, 10*time.Second), rev, compute.RevisionContext{})
+		mustDo(t, "PrepareRevision", err)
+		if res.Ready {
+			t.Fatal("a foreign listener on the Agent's port made the revision ready")
 		}
 	}
 }
