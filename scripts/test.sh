@@ -5,19 +5,23 @@
 #   2. start the test PostgreSQL (scripts/testenv/postgres.sh; idempotent: a running server is
 #      reused) and export OCC_TEST_POSTGRES_URL, which the store tests use to run against
 #      PostgreSQL as well as SQLite;
-#   3. build the Kubernetes test binaries (scripts/testenv/k8s-build.sh: kube-apiserver, etcd, kubectl,
+#   3. install the agent runtime (scripts/install-runtime.sh: Node 24 + OpenClaw 2026.9.6 from npm into
+#      $HOME/.cache/occ/runtime; nothing when installed) and export OCC_OPENCLAW_RUNTIME, which the
+#      tests that run real OpenClaw gateways use;
+#   4. build the Kubernetes test binaries (scripts/testenv/k8s-build.sh: kube-apiserver, etcd, kubectl,
 #      kube-controller-manager, kube-scheduler, kwok, envoy-gateway, egctl from Go modules into
 #      $HOME/.cache/occ/k8s-bin; about 8 minutes cold on 2 cores, nothing when already built), start the
 #      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
 #      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
 #      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");
-#   4. go test -race -count=1 ./...
+#   5. go test -race -count=1 ./...
 #
 # It leaves PostgreSQL and the Kubernetes environment running for the next run
 # (`scripts/testenv/postgres.sh stop` and `scripts/testenv/k8s.sh stop` stop them).
 #
 # Environment:
 #   OCC_TEST_POSTGRES_URL  use this database server instead of starting one
+#   OCC_OPENCLAW_RUNTIME   use this installed runtime instead of running scripts/install-runtime.sh
 #   OCC_TEST_KUBECONFIG    use this Kubernetes test environment instead of starting one (then also set
 #                          OCC_TEST_EGCTL and OCC_TEST_KUBECTL, as `scripts/testenv/k8s.sh env` does)
 #   OCC_TEST_KUBERNETES    1 (default) builds and starts the Kubernetes environment, 0 skips that (the
