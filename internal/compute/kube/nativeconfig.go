@@ -3,9 +3,8 @@ package kube
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"github.com/openclaw/occ/internal/compute/nativeconfig"
 	"slices"
 	"strconv"
 
@@ -50,9 +49,9 @@ func RenderNativeConfig(cfg Config, raw json.RawMessage) ([]byte, error) {
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	doc, err := decodeObject(raw)
+	doc, err := nativeconfig.Decode(raw)
 	if err != nil {
-		return nil, invalidConfig("the configuration is not a JSON object: %v", err)
+		return nil, err
 	}
 	if err := setuprunner.MainAgentSupported(raw); err != nil {
 		return nil, invalidConfig("only the native main agent is supported: %v", err)
@@ -61,14 +60,14 @@ func RenderNativeConfig(cfg Config, raw json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 
-	gateway := child(doc, "gateway")
+	gateway := nativeconfig.Child(doc, "gateway")
 	gateway["mode"] = "local"
 	gateway["bind"] = "lan"
 	gateway["port"] = cfg.Network.GatewayPort
 	if cfg.GatewayRouting != nil {
 		gateway["trustedProxies"] = slices.Clone(cfg.Network.GatewayTrustedProxyCIDRs)
 		gateway["allowRealIpFallback"] = true
-		auth := child(gateway, "auth")
+		auth := nativeconfig.Child(gateway, "auth")
 		auth["mode"] = "trusted-proxy"
 		auth["trustedProxy"] = map[string]any{
 			"userHeader": IdentityHeader,
@@ -76,7 +75,7 @@ func RenderNativeConfig(cfg Config, raw json.RawMessage) ([]byte, error) {
 		}
 		auth["identityScopes"] = map[string]any{Identity: IdentityScopes()}
 	}
-	child(child(doc, "agents"), "defaults")["workspace"] = WorkspaceDir
+	nativeconfig.Child(nativeconfig.Child(doc, "agents"), "defaults")["workspace"] = WorkspaceDir
 
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -91,7 +90,7 @@ func RenderNativeConfig(cfg Config, raw json.RawMessage) ([]byte, error) {
 // checkConflicts refuses documents that set what OCC controls to
 // something else.
 func checkConflicts(cfg Config, doc map[string]any) error {
-	gateway, err := object(doc, "gateway", "gateway")
+	gateway, err := nativeconfig.Object(doc, "gateway", "gateway")
 	if err != nil {
 		return err
 	}
@@ -107,14 +106,14 @@ func checkConflicts(cfg Config, doc map[string]any) error {
 	if _, ok := gateway["customBindHost"]; ok {
 		return invalidConfig("gateway.customBindHost is not allowed: the Kubernetes driver owns the gateway's listener")
 	}
-	tailscale, err := object(gateway, "tailscale", "gateway.tailscale")
+	tailscale, err := nativeconfig.Object(gateway, "tailscale", "gateway.tailscale")
 	if err != nil {
 		return err
 	}
 	if err := want(tailscale, "gateway.tailscale.mode", "mode", "off"); err != nil {
 		return err
 	}
-	auth, err := object(gateway, "auth", "gateway.auth")
+	auth, err := nativeconfig.Object(gateway, "auth", "gateway.auth")
 	if err != nil {
 		return err
 	}
@@ -188,18 +187,18 @@ func checkConflicts(cfg Config, doc map[string]any) error {
 
 // checkWorkspace accepts only the workspace the driver mounts.
 func checkWorkspace(doc map[string]any) error {
-	agents, err := object(doc, "agents", "agents")
+	agents, err := nativeconfig.Object(doc, "agents", "agents")
 	if err != nil {
 		return err
 	}
-	defaults, err := object(agents, "defaults", "agents.defaults")
+	defaults, err := nativeconfig.Object(agents, "defaults", "agents.defaults")
 	if err != nil {
 		return err
 	}
 	if err := want(defaults, "agents.defaults.workspace", "workspace", WorkspaceDir); err != nil {
 		return err
 	}
-	entries, err := object(agents, "entries", "agents.entries")
+	entries, err := nativeconfig.Object(agents, "entries", "agents.entries")
 	if err != nil {
 		return err
 	}
@@ -264,47 +263,6 @@ func jsonEqual(got, want any) bool {
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// object returns obj[key] as an object; absent is an empty object, any
-// other type is a conflict.
-func object(obj map[string]any, key, name string) (map[string]any, error) {
-	v, ok := obj[key]
-	if !ok {
-		return map[string]any{}, nil
-	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		return nil, invalidConfig("%s must be an object", name)
-	}
-	return m, nil
-}
-
-// child returns obj[key] as an object, creating it. checkConflicts already
-// refused non-objects at every key child is used on.
-func child(obj map[string]any, key string) map[string]any {
-	if m, ok := obj[key].(map[string]any); ok {
-		return m
-	}
-	m := map[string]any{}
-	obj[key] = m
-	return m
-}
-
-func decodeObject(raw []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers pass through exactly
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the object")
-	}
-	if doc == nil {
-		return nil, errors.New("null")
-	}
-	return doc, nil
 }
 
 func invalidConfig(format string, args ...any) error {

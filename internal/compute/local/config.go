@@ -3,9 +3,8 @@ package local
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"github.com/openclaw/occ/internal/compute/nativeconfig"
 	"os"
 	"path/filepath"
 
@@ -32,9 +31,9 @@ func (d *Driver) renderConfig(a *agent, rev compute.Revision, port int) ([]byte,
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	doc, err := decodeObject(raw)
+	doc, err := nativeconfig.Decode(raw)
 	if err != nil {
-		return nil, invalidConfig("the configuration is not a JSON object: %v", err)
+		return nil, err
 	}
 	workspace := a.path(dirWorkspace)
 	if err := checkConflicts(doc, workspace); err != nil {
@@ -48,18 +47,18 @@ func (d *Driver) renderConfig(a *agent, rev compute.Revision, port int) ([]byte,
 		return nil, fmt.Errorf("local: token: %w", err)
 	}
 
-	gateway := child(doc, "gateway")
+	gateway := nativeconfig.Child(doc, "gateway")
 	gateway["mode"] = "local"
 	gateway["bind"] = "loopback"
 	gateway["port"] = port
-	auth := child(gateway, "auth")
+	auth := nativeconfig.Child(gateway, "auth")
 	auth["mode"] = "token"
 	auth["token"] = token
-	agents := child(doc, "agents")
-	defaults := child(agents, "defaults")
+	agents := nativeconfig.Child(doc, "agents")
+	defaults := nativeconfig.Child(agents, "defaults")
 	defaults["workspace"] = workspace
-	child(defaults, "heartbeat")["every"] = "0m"
-	logging := child(doc, "logging")
+	nativeconfig.Child(defaults, "heartbeat")["every"] = "0m"
+	logging := nativeconfig.Child(doc, "logging")
 	logging["file"] = a.path(dirLogs, "openclaw.log")
 	// The native file log keeps five archives next to the active file:
 	// six files of maxFileBytes must fit in MaxLogBytes.
@@ -84,7 +83,7 @@ func (d *Driver) renderConfig(a *agent, rev compute.Revision, port int) ([]byte,
 // checkConflicts refuses documents that set what OCC controls to
 // something else.
 func checkConflicts(doc map[string]any, workspace string) error {
-	gateway, err := object(doc, "gateway")
+	gateway, err := nativeconfig.Object(doc, "gateway", "gateway")
 	if err != nil {
 		return err
 	}
@@ -98,14 +97,14 @@ func checkConflicts(doc map[string]any, workspace string) error {
 		return invalidConfig("gateway.customBindHost is not allowed: the local driver binds to loopback only")
 	}
 	// Tailscale serve or funnel would expose the loopback listener.
-	ts, err := object(gateway, "tailscale")
+	ts, err := nativeconfig.Object(gateway, "tailscale", "tailscale")
 	if err != nil {
 		return err
 	}
 	if err := wantString(ts, "gateway.tailscale", "mode", "off"); err != nil {
 		return err
 	}
-	auth, err := object(gateway, "auth")
+	auth, err := nativeconfig.Object(gateway, "auth", "auth")
 	if err != nil {
 		return err
 	}
@@ -117,18 +116,18 @@ func checkConflicts(doc map[string]any, workspace string) error {
 			return invalidConfig("gateway.auth.%s is not allowed: OCC generates and owns the gateway token", k)
 		}
 	}
-	agents, err := object(doc, "agents")
+	agents, err := nativeconfig.Object(doc, "agents", "agents")
 	if err != nil {
 		return err
 	}
-	defaults, err := object(agents, "defaults")
+	defaults, err := nativeconfig.Object(agents, "defaults", "defaults")
 	if err != nil {
 		return err
 	}
 	if err := wantPath(defaults, "agents.defaults.workspace", workspace); err != nil {
 		return err
 	}
-	entries, err := object(agents, "entries")
+	entries, err := nativeconfig.Object(agents, "entries", "entries")
 	if err != nil {
 		return err
 	}
@@ -137,10 +136,10 @@ func checkConflicts(doc map[string]any, workspace string) error {
 			return err
 		}
 	}
-	if _, err := object(doc, "logging"); err != nil {
+	if _, err := nativeconfig.Object(doc, "logging", "logging"); err != nil {
 		return err
 	}
-	_, err = object(defaults, "heartbeat")
+	_, err = nativeconfig.Object(defaults, "heartbeat", "heartbeat")
 	return err
 }
 
@@ -177,47 +176,6 @@ func lastKey(name string) string {
 	return name
 }
 
-// object returns obj[key] as an object; absent is an empty object, any
-// other type is a conflict.
-func object(obj map[string]any, key string) (map[string]any, error) {
-	v, ok := obj[key]
-	if !ok {
-		return map[string]any{}, nil
-	}
-	m, isObj := v.(map[string]any)
-	if !isObj {
-		return nil, invalidConfig("%s must be an object", key)
-	}
-	return m, nil
-}
-
-// child returns obj[key] as an object, creating it. checkConflicts already
-// refused non-objects at every key child is used on.
-func child(obj map[string]any, key string) map[string]any {
-	if m, ok := obj[key].(map[string]any); ok {
-		return m
-	}
-	m := map[string]any{}
-	obj[key] = m
-	return m
-}
-
-func decodeObject(raw []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber() // numbers pass through exactly
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the object")
-	}
-	if doc == nil {
-		return nil, errors.New("null")
-	}
-	return doc, nil
-}
-
 func invalidConfig(format string, args ...any) error {
 	return compute.Permanent(compute.CodeConfigurationInvalid, fmt.Errorf("local: "+format, args...))
 }
@@ -252,11 +210,11 @@ func repointConfig(path string, port int) error {
 	if err != nil {
 		return err
 	}
-	doc, err := decodeObject(b)
+	doc, err := nativeconfig.Decode(b)
 	if err != nil {
 		return fmt.Errorf("local: %s: %w", path, err)
 	}
-	gw := child(doc, "gateway")
+	gw := nativeconfig.Child(doc, "gateway")
 	if n, ok := gw["port"].(json.Number); ok && n.String() == fmt.Sprint(port) {
 		return nil
 	}
