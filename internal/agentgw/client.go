@@ -100,13 +100,6 @@ type operation struct {
 	expectedHash string
 }
 
-func (o operation) method() string {
-	if o.set {
-		return methodSet
-	}
-	return methodGet
-}
-
 func (c *Client) do(ctx context.Context, t Target, o operation) (File, error) {
 	start := time.Now()
 	f, err := c.run(ctx, t, o)

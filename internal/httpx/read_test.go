@@ -553,11 +553,11 @@ type (
 	}
 	tagRules struct {
 		Skipped  string `json:"-"`
-		Dash     string `json:"-,"`
+		Dash     string `json:"-,"` //lint:ignore SA5008 deliberate: the "-," tag names a field "-"
 		NoTag    string
-		BadName  string `json:"a\"b"`
+		BadName  string `json:"a\"b"` //lint:ignore SA5008 deliberate: a malformed name must be handled like encoding/json does
 		Zero     int    `json:"zero,omitzero"`
-		hidden   string //nolint:unused // unexported: never a JSON field
+		hidden   string //lint:ignore U1000 deliberate: an unexported field is never a JSON field
 		Renamed  Extra  `json:"renamed,omitempty"`
 		Embedded Base   `json:"embedded,omitempty"` // a tagged embed is a plain field
 	}

@@ -36,7 +36,7 @@ var (
 	gvkService    = corev1.SchemeGroupVersion.WithKind("Service")
 	gvkPVC        = corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim")
 	gvkDeployment = appsv1.SchemeGroupVersion.WithKind("Deployment")
-	gvkHTTPRoute  = gwv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	gvkHTTPRoute  = schema.GroupVersion{Group: gwv1.GroupVersion.Group, Version: gwv1.GroupVersion.Version}.WithKind("HTTPRoute")
 )
 
 // Scheme returns a scheme with everything the driver and RenderInstallation
