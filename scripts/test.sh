@@ -15,7 +15,7 @@
 #      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
 #      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
 #      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");
-#   5. go test -race -count=1 ./...
+#   5. go test -race -count=1 ./..., the Kubernetes packages after the others (see below).
 #
 # It leaves PostgreSQL and the Kubernetes environment running for the next run
 # (`scripts/testenv/postgres.sh stop` and `scripts/testenv/k8s.sh stop` stop them).
@@ -160,8 +160,20 @@ case "${OCC_TEST_RACE:-1}" in
 	;;
 esac
 
-step "go test ${race[*]} -count=1 ./..."
-go test "${race[@]}" -count=1 ./...
+# The Kubernetes packages run after the others rather than beside them: their
+# deployments wait on kwok and the scheduler, which starve on 2 cores while
+# other packages start real OpenClaw gateways (about 1 GB and a core each).
+kube_pkgs=$(go list ./internal/compute/kube/... ./internal/testenv/kube/...)
+other_pkgs=$(go list ./... | grep -vxF -f <(printf '%s\n' "$kube_pkgs"))
+
+step "go test ${race[*]} -count=1 (all but the Kubernetes packages)"
+# shellcheck disable=SC2086 # package lists are whitespace-separated import paths
+go test "${race[@]}" -count=1 $other_pkgs
+done_step
+
+step "go test ${race[*]} -count=1 (the Kubernetes packages)"
+# shellcheck disable=SC2086
+go test "${race[@]}" -count=1 $kube_pkgs
 done_step
 
 echo "all checks passed in $((SECONDS / 60))m$((SECONDS % 60))s"

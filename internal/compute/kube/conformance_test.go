@@ -51,7 +51,9 @@ func TestConformanceOnKwok(t *testing.T) {
 		New: func(t *testing.T) compute.Driver {
 			return newDriver(t, env, in.cfg)
 		},
-		Timeout: 3 * time.Minute,
+		// kwok marks Pods ready after staged delays, and a loaded 2-core
+		// machine stretches them; a case waits this long for readiness.
+		Timeout: 5 * time.Minute,
 		Inspect: computetest.Inspect{
 			Serving: func(t *testing.T, d compute.Driver, rev compute.Revision) bool {
 				ok, err := d.(*Driver).Serving(testCtx(t, 30*time.Second), rev)
