@@ -228,22 +228,27 @@ func TestWorkspaceFileOutcomesAreAudited(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("file write audit events (-want +got):\n%s", diff)
 	}
-	if strings.Contains(fe.transcript.String(), "SECRET-CONTENT-91") {
-		// GET returns content by design; the transcript check is for the
-		// audit list and PUT replies only, so look there.
-		var page struct {
-			Items []map[string]any `json:"items"`
-		}
-		fe.must("GET", "/audit-events?limit=200", nil, fe.admin, 200, &page)
-		for _, it := range page.Items {
-			if strings.Contains(toJSON(it), "SECRET-CONTENT-91") {
-				t.Fatal("an audit record holds file content")
-			}
+	// No audit record holds the content (GET replies do, by design, so the
+	// audit list is searched on its own), and neither does any PUT reply.
+	var page struct {
+		Items []map[string]any `json:"items"`
+	}
+	fe.must("GET", "/audit-events?limit=200", nil, fe.admin, 200, &page)
+	if len(page.Items) == 0 {
+		t.Fatal("the audit list is empty; the search would prove nothing")
+	}
+	for _, it := range page.Items {
+		if strings.Contains(toJSON(it), "SECRET-CONTENT-91") {
+			t.Fatal("an audit record holds file content")
 		}
 	}
+	rec, _ := fe.put("AGENTS.md", `{"content":"SECRET-CONTENT-91"}`, nil)
+	if strings.Contains(rec.Body.String(), "SECRET-CONTENT-91") {
+		t.Fatal("a PUT reply echoes the file content")
+	}
 	// Each PUT reached the gateway client exactly once: never replayed.
-	if fe.mem.sets != 6 {
-		t.Errorf("gateway saw %d set calls for 6 PUTs; OCC must never retry a write", fe.mem.sets)
+	if fe.mem.sets != 7 {
+		t.Errorf("gateway saw %d set calls for 7 PUTs; OCC must never retry a write", fe.mem.sets)
 	}
 }
 
