@@ -46,18 +46,18 @@ test-kubernetes:
 	echo "go test -count=1 $${pkgs[*]}"; \
 	$(GO) test -count=1 "$${pkgs[@]}"
 
-## lint: gofmt must report nothing, go vet must pass
-lint: vet
-	@unformatted=$$(gofmt -l .); \
-	if [ -n "$$unformatted" ]; then echo "gofmt: these files need formatting:"; echo "$$unformatted"; exit 1; fi
+## lint: exactly the static checks CI runs (scripts/lint.sh): gofmt, goimports grouping, go vet, staticcheck
+lint:
+	bash scripts/lint.sh
 
 ## vet: go vet ./...
 vet:
 	$(GO) vet ./...
 
-## fmt: rewrite files with gofmt
+## fmt: rewrite files with gofmt and group imports with goimports (built by scripts/lint.sh)
 fmt:
 	gofmt -w .
+	"$${OCC_TOOLS_BIN:-$$HOME/.cache/occ/tools-bin}/goimports" -local github.com/openclaw/occ -w .
 
 ## fuzz: run every Fuzz target for FUZZTIME each (go test -fuzz takes one target at a time)
 fuzz:

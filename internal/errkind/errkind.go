@@ -11,7 +11,6 @@ package errkind
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Kind classifies a failure. The zero value is Internal.
@@ -110,20 +109,25 @@ func (e *Error) PublicCode() string {
 // Status is the HTTP status for the error.
 func (e *Error) Status() int { return status[e.Kind] }
 
+// status is the one table from kind to HTTP status. The numbers are
+// written out instead of taken from net/http because every layer imports
+// errkind, including the store, which must not depend on HTTP (the
+// dependency rule in docs/architecture.md, enforced by internal/deptest);
+// TestStatusAndCode checks each kind's number and code.
 var status = map[Kind]int{
-	Internal:           http.StatusInternalServerError,
-	Invalid:            http.StatusBadRequest,
-	Unauthenticated:    http.StatusUnauthorized,
-	PermissionDenied:   http.StatusForbidden,
-	NotFound:           http.StatusNotFound,
-	MethodNotAllowed:   http.StatusMethodNotAllowed,
-	Conflict:           http.StatusConflict,
-	PreconditionFailed: http.StatusPreconditionFailed,
-	TooLarge:           http.StatusRequestEntityTooLarge,
-	UnsupportedMedia:   http.StatusUnsupportedMediaType,
-	NotImplemented:     http.StatusNotImplemented,
-	Unavailable:        http.StatusServiceUnavailable,
-	OutcomeUnknown:     http.StatusServiceUnavailable,
+	Internal:           500, // http.StatusInternalServerError
+	Invalid:            400, // http.StatusBadRequest
+	Unauthenticated:    401, // http.StatusUnauthorized
+	PermissionDenied:   403, // http.StatusForbidden
+	NotFound:           404, // http.StatusNotFound
+	MethodNotAllowed:   405, // http.StatusMethodNotAllowed
+	Conflict:           409, // http.StatusConflict
+	PreconditionFailed: 412, // http.StatusPreconditionFailed
+	TooLarge:           413, // http.StatusRequestEntityTooLarge
+	UnsupportedMedia:   415, // http.StatusUnsupportedMediaType
+	NotImplemented:     501, // http.StatusNotImplemented
+	Unavailable:        503, // http.StatusServiceUnavailable
+	OutcomeUnknown:     503, // http.StatusServiceUnavailable
 }
 
 var defaultCode = map[Kind]string{
