@@ -1,9 +1,9 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/occ"
@@ -14,13 +14,6 @@ import (
 // grow about six times with JSON escaping.
 const CreateAgentLimit = 448 << 10
 
-type createAgentRequest struct {
-	Name                  string          `json:"name"`
-	ConfigurationID       string          `json:"configurationId"`
-	InitialWorkspaceFiles json.RawMessage `json:"initialWorkspaceFiles,omitempty"`
-	WorkspaceDefaultsID   string          `json:"workspaceDefaultsId,omitempty"`
-}
-
 func (a *API) CreateAgent(w http.ResponseWriter, r *http.Request) {
 	p, ok := pathIDs(w, r, "ns", ids.Namespace)
 	if !ok {
@@ -30,14 +23,14 @@ func (a *API) CreateAgent(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	var in createAgentRequest
+	var in apitypes.CreateAgentRequest
 	if err := httpx.ReadJSON(w, r, &in, CreateAgentLimit); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
 	ag, err := a.svc.CreateAgent(r.Context(), p[0], occ.AgentInput{Name: in.Name, ConfigurationID: in.ConfigurationID,
 		InitialWorkspaceFiles: in.InitialWorkspaceFiles, WorkspaceDefaultsID: in.WorkspaceDefaultsID})
-	respond(w, r, http.StatusCreated, ag, err)
+	respond(w, r, http.StatusCreated, toAgent(ag), err)
 }
 
 func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +39,7 @@ func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListAgents(r.Context(), p[0])
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toAgent), err)
 }
 
 func (a *API) GetAgent(w http.ResponseWriter, r *http.Request) {
@@ -55,12 +48,7 @@ func (a *API) GetAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ag, err := a.svc.GetAgent(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusOK, ag, err)
-}
-
-type patchAgentRequest struct {
-	ConfigurationID string  `json:"configurationId"`
-	Name            *string `json:"name,omitempty"`
+	respond(w, r, http.StatusOK, toAgent(ag), err)
 }
 
 func (a *API) PatchAgent(w http.ResponseWriter, r *http.Request) {
@@ -68,12 +56,12 @@ func (a *API) PatchAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var in patchAgentRequest
+	var in apitypes.PatchAgentRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	ag, err := a.svc.UpdateAgent(r.Context(), p[0], p[1], occ.AgentPatch{ConfigurationID: in.ConfigurationID, Name: in.Name})
-	respond(w, r, http.StatusOK, ag, err)
+	respond(w, r, http.StatusOK, toAgent(ag), err)
 }
 
 func (a *API) DeleteAgent(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +70,7 @@ func (a *API) DeleteAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ag, err := a.svc.DeleteAgent(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusAccepted, ag, err)
+	respond(w, r, http.StatusAccepted, toAgent(ag), err)
 }
 
 func (a *API) DeployAgent(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +79,7 @@ func (a *API) DeployAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rev, err := a.svc.Deploy(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusAccepted, rev, err)
+	respond(w, r, http.StatusAccepted, toRevision(rev), err)
 }
 
 func (a *API) StopAgent(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +88,7 @@ func (a *API) StopAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ag, err := a.svc.Stop(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusAccepted, ag, err)
+	respond(w, r, http.StatusAccepted, toAgent(ag), err)
 }
 
 func (a *API) GetDeployment(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +97,7 @@ func (a *API) GetDeployment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := a.svc.GetDeployment(r.Context(), p[0], p[1], p[2])
-	respond(w, r, http.StatusOK, d, err)
+	respond(w, r, http.StatusOK, toDeployment(d), err)
 }
 
 func (a *API) ListRevisions(w http.ResponseWriter, r *http.Request) {
@@ -118,13 +106,7 @@ func (a *API) ListRevisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListRevisions(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusOK, items(v), err)
-}
-
-type workspaceDefaults struct {
-	ID      string            `json:"id"`
-	Version string            `json:"version"`
-	Files   map[string]string `json:"files"`
+	respond(w, r, http.StatusOK, list(v, toRevision), err)
 }
 
 // WorkspaceDefaults serves the four default persona files of the pinned
@@ -133,5 +115,5 @@ func (a *API) WorkspaceDefaults(w http.ResponseWriter, r *http.Request) {
 	if !bodyless(w, r) {
 		return
 	}
-	respond(w, r, http.StatusOK, workspaceDefaults{ID: workspace.DefaultsID, Version: workspace.Version, Files: workspace.Defaults()}, nil)
+	respond(w, r, http.StatusOK, apitypes.WorkspaceDefaults{ID: workspace.DefaultsID, Version: workspace.Version, Files: workspace.Defaults()}, nil)
 }

@@ -1,14 +1,18 @@
 // Package api owns OCC's HTTP handlers. Each handler has the same thin
-// shape: decode and validate the request with httpx, call one domain
-// function of package occ (which goes through the authorizing store), map
-// any error once with httpx.WriteError, and write the envelope. There is no
-// SQL and no business rule here; routes and their auth levels are listed in
-// package server.
+// shape: decode and validate the request into its wire type (package
+// apitypes) with httpx, call one domain function of package occ (which
+// goes through the authorizing store), map any error once with
+// httpx.WriteError, convert the result to its wire type and write the
+// envelope. convert.go is the only file that names store types; handlers
+// can only write apitypes values, so no storage record is serialized to a
+// client. There is no SQL and no business rule here; routes and their auth
+// levels are listed in package server.
 package api
 
 import (
 	"net/http"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/occ"
@@ -25,8 +29,10 @@ func New(svc *occ.Service, sessions *authn.Sessions) *API {
 	return &API{svc: svc, sessions: sessions}
 }
 
-// respond writes data with status, or the error.
-func respond(w http.ResponseWriter, r *http.Request, status int, data any, err error) {
+// respond writes data with status, or the error. It is the only caller of
+// httpx.Write in this package, and data is a wire type: values of package
+// apitypes are all that handlers can send (see convert.go).
+func respond(w http.ResponseWriter, r *http.Request, status int, data apitypes.Data, err error) {
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -72,16 +78,4 @@ func pathIDs(w http.ResponseWriter, r *http.Request, pairs ...string) ([]string,
 		out = append(out, v)
 	}
 	return out, true
-}
-
-// list is the envelope data of a collection.
-type list[T any] struct {
-	Items []T `json:"items"`
-}
-
-func items[T any](v []T) list[T] {
-	if v == nil {
-		v = []T{}
-	}
-	return list[T]{Items: v}
 }

@@ -10,12 +10,11 @@ import (
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/occ"
-	"github.com/openclaw/occ/internal/store"
 )
 
-// auditQuery lists the query parameters GET /audit-events accepts; any
+// auditParams lists the query parameters GET /audit-events accepts; any
 // other parameter is refused, like a query on any other route.
-var auditQuery = map[string]bool{
+var auditParams = map[string]bool{
 	"namespaceId": true, "resourceKind": true, "resourceId": true, "actorId": true, "action": true,
 	"kind": true, "outcome": true, "since": true, "until": true, "limit": true, "cursor": true,
 }
@@ -26,22 +25,28 @@ func (a *API) ListAuditEvents(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	f, limit, cursor, err := parseAuditQuery(r)
+	q, limit, cursor, err := parseAuditQuery(r)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	page, err := a.svc.ListAuditEvents(r.Context(), f, cursor, limit)
-	respond(w, r, http.StatusOK, page, err)
+	page, err := a.svc.ListAuditEvents(r.Context(), q.filter(), cursor, limit)
+	respond(w, r, http.StatusOK, toAuditPage(page), err)
 }
 
-func parseAuditQuery(r *http.Request) (store.AuditFilter, int, string, error) {
+// auditQuery is the filter part of a validated GET /audit-events query.
+type auditQuery struct {
+	namespaceID, resourceKind, resourceID, actorID, action, kind, outcome string
+	since, until                                                          time.Time
+}
+
+func parseAuditQuery(r *http.Request) (auditQuery, int, string, error) {
 	q := r.URL.Query()
 	var details []errkind.Detail
 	bad := func(name, code string) { details = append(details, errkind.Detail{Path: "/query/" + name, Code: code}) }
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		v := q[k]
-		if !auditQuery[k] {
+		if !auditParams[k] {
 			bad(k, errkind.DetailUnknownField)
 		} else if len(v) != 1 {
 			bad(k, errkind.DetailInvalidValue)
@@ -49,14 +54,14 @@ func parseAuditQuery(r *http.Request) (store.AuditFilter, int, string, error) {
 			bad(k, errkind.DetailTooLong)
 		}
 	}
-	f := store.AuditFilter{
-		NamespaceID: q.Get("namespaceId"), ResourceKind: store.ResourceKind(q.Get("resourceKind")), ResourceID: q.Get("resourceId"),
-		ActorID: q.Get("actorId"), Action: q.Get("action"), Kind: q.Get("kind"), Outcome: q.Get("outcome"),
+	f := auditQuery{
+		namespaceID: q.Get("namespaceId"), resourceKind: q.Get("resourceKind"), resourceID: q.Get("resourceId"),
+		actorID: q.Get("actorId"), action: q.Get("action"), kind: q.Get("kind"), outcome: q.Get("outcome"),
 	}
 	for _, t := range []struct {
 		name string
 		dst  *time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
+	}{{"since", &f.since}, {"until", &f.until}} {
 		if v := q.Get(t.name); v != "" {
 			ts, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {

@@ -3,29 +3,12 @@ package api
 import (
 	"net/http"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/occ"
-	"github.com/openclaw/occ/internal/store"
 )
-
-type signInRequest struct {
-	Email    string `json:"email"`
-	Password string `json:"password"`
-}
-
-type sessionResponse struct {
-	Subject sessionSubject `json:"subject"`
-	User    *store.User    `json:"user,omitempty"`
-}
-
-type sessionSubject struct {
-	ID          string `json:"id"`
-	Kind        string `json:"kind"`
-	NamespaceID string `json:"namespaceId,omitempty"`
-	Credential  string `json:"credential"`
-}
 
 // SignIn exchanges email and password for a session cookie. A request
 // carrying an API key is refused: keys cannot create sessions.
@@ -34,7 +17,7 @@ func (a *API) SignIn(w http.ResponseWriter, r *http.Request) {
 		httpx401(w, r)
 		return
 	}
-	var in signInRequest
+	var in apitypes.SignInRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -44,9 +27,10 @@ func (a *API) SignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, cookie)
-	respond(w, r, http.StatusOK, sessionResponse{
-		Subject: sessionSubject{ID: user.ID, Kind: authz.KindUser, Credential: "session"},
-		User:    &user,
+	u := toUser(user)
+	respond(w, r, http.StatusOK, apitypes.Session{
+		Subject: apitypes.Subject{ID: user.ID, Kind: authz.KindUser, Credential: "session"},
+		User:    &u,
 	}, nil)
 }
 
@@ -70,7 +54,7 @@ func (a *API) SignOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, cookie)
-	respond(w, r, http.StatusOK, map[string]bool{"signedOut": true}, nil)
+	respond(w, r, http.StatusOK, apitypes.SignedOut{SignedOut: true}, nil)
 }
 
 // Session describes the caller.
@@ -79,28 +63,22 @@ func (a *API) Session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := authz.SubjectFrom(r.Context())
-	out := sessionResponse{Subject: sessionSubject{ID: s.ID, Kind: s.Kind, NamespaceID: s.NamespaceID, Credential: s.Credential}}
+	out := apitypes.Session{Subject: apitypes.Subject{ID: s.ID, Kind: s.Kind, NamespaceID: s.NamespaceID, Credential: s.Credential}}
 	if s.Kind == authz.KindUser {
 		u, err := a.svc.CurrentUser(r.Context())
 		if err != nil {
 			respond(w, r, 0, nil, err)
 			return
 		}
-		out.User = &u
+		wu := toUser(u)
+		out.User = &wu
 	}
 	respond(w, r, http.StatusOK, out, nil)
 }
 
-type serviceKeyRequest struct {
-	ServicePrincipalID string `json:"servicePrincipalId"`
-	NamespaceID        string `json:"namespaceId,omitempty"`
-	Name               string `json:"name"`
-	ExpiresIn          *int64 `json:"expiresIn,omitempty"`
-}
-
 // CreateServiceKey issues a key; the key is in the response once.
 func (a *API) CreateServiceKey(w http.ResponseWriter, r *http.Request) {
-	var in serviceKeyRequest
+	var in apitypes.CreateServiceKeyRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -111,7 +89,7 @@ func (a *API) CreateServiceKey(w http.ResponseWriter, r *http.Request) {
 	k, err := a.svc.IssueServiceKey(r.Context(), occ.ServiceKeyInput{
 		ServicePrincipalID: in.ServicePrincipalID, NamespaceID: in.NamespaceID, Name: in.Name, ExpiresIn: in.ExpiresIn,
 	})
-	respond(w, r, http.StatusCreated, k, err)
+	respond(w, r, http.StatusCreated, toServiceKey(k), err)
 }
 
 // RevokeServiceKey revokes a key.
@@ -121,7 +99,7 @@ func (a *API) RevokeServiceKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := a.svc.RevokeServiceKey(r.Context(), p[0])
-	respond(w, r, http.StatusOK, map[string]any{"id": p[0], "revoked": true}, err)
+	respond(w, r, http.StatusOK, apitypes.RevokedServiceKey{ID: p[0], Revoked: true}, err)
 }
 
 // validRef checks an id field of a body.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/ids"
@@ -29,11 +30,7 @@ func (a *API) GetWorkspaceFile(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		w.Header().Set("ETag", etag(f.Hash))
 	}
-	respond(w, r, http.StatusOK, f, err)
-}
-
-type putFileRequest struct {
-	Content string `json:"content"`
+	respond(w, r, http.StatusOK, toWorkspaceFile(f), err)
 }
 
 // PutWorkspaceFile writes {content}; with If-Match it is a compare-and-swap.
@@ -51,7 +48,7 @@ func (a *API) PutWorkspaceFile(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	var in putFileRequest
+	var in apitypes.PutWorkspaceFileRequest
 	if err := httpx.ReadJSON(w, r, &in, PutFileLimit); err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -60,7 +57,7 @@ func (a *API) PutWorkspaceFile(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		w.Header().Set("ETag", etag(f.Hash))
 	}
-	respond(w, r, http.StatusOK, f, err)
+	respond(w, r, http.StatusOK, toWrittenFile(f), err)
 }
 
 // ifMatch reads an optional strong entity tag naming a SHA-256: the hash a

@@ -3,32 +3,22 @@ package api
 import (
 	"net/http"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/occ"
-	"github.com/openclaw/occ/internal/store"
 )
 
-type createUserRequest struct {
-	Email    string `json:"email"`
-	Password string `json:"password"`
-}
-
 func (a *API) CreateUser(w http.ResponseWriter, r *http.Request) {
-	var in createUserRequest
+	var in apitypes.CreateUserRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	u, err := a.svc.CreateUser(r.Context(), in.Email, in.Password)
-	respond(w, r, http.StatusCreated, u, err)
-}
-
-type servicePrincipalRequest struct {
-	Name        string `json:"name"`
-	NamespaceID string `json:"namespaceId,omitempty"`
+	respond(w, r, http.StatusCreated, toUser(u), err)
 }
 
 func (a *API) CreateServicePrincipal(w http.ResponseWriter, r *http.Request) {
-	var in servicePrincipalRequest
+	var in apitypes.CreateServicePrincipalRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -36,7 +26,7 @@ func (a *API) CreateServicePrincipal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sp, err := a.svc.CreateServicePrincipal(r.Context(), in.Name, in.NamespaceID)
-	respond(w, r, http.StatusCreated, sp, err)
+	respond(w, r, http.StatusCreated, toServicePrincipal(sp), err)
 }
 
 func (a *API) ListServicePrincipals(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +34,7 @@ func (a *API) ListServicePrincipals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListServicePrincipals(r.Context())
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toServicePrincipal), err)
 }
 
 func (a *API) GetServicePrincipal(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +43,7 @@ func (a *API) GetServicePrincipal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sp, err := a.svc.GetServicePrincipal(r.Context(), p[0])
-	respond(w, r, http.StatusOK, sp, err)
+	respond(w, r, http.StatusOK, toServicePrincipal(sp), err)
 }
 
 func (a *API) DeleteServicePrincipal(w http.ResponseWriter, r *http.Request) {
@@ -62,25 +52,19 @@ func (a *API) DeleteServicePrincipal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := a.svc.DeleteServicePrincipal(r.Context(), p[0])
-	respond(w, r, http.StatusOK, map[string]any{"id": p[0], "deleted": true}, err)
-}
-
-type roleRequest struct {
-	Name        string             `json:"name"`
-	NamespaceID string             `json:"namespaceId,omitempty"`
-	Permissions []store.Permission `json:"permissions"`
+	respond(w, r, http.StatusOK, apitypes.Deleted{Deleted: true, ID: p[0]}, err)
 }
 
 func (a *API) CreateRole(w http.ResponseWriter, r *http.Request) {
-	var in roleRequest
+	var in apitypes.CreateRoleRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	if in.NamespaceID != "" && !validRef(w, r, "/namespaceId", in.NamespaceID, ids.Namespace) {
 		return
 	}
-	role, err := a.svc.CreateRole(r.Context(), occ.RoleInput{Name: in.Name, NamespaceID: in.NamespaceID, Permissions: in.Permissions})
-	respond(w, r, http.StatusCreated, role, err)
+	role, err := a.svc.CreateRole(r.Context(), occ.RoleInput{Name: in.Name, NamespaceID: in.NamespaceID, Permissions: fromPermissions(in.Permissions)})
+	respond(w, r, http.StatusCreated, toRole(role), err)
 }
 
 func (a *API) ListRoles(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +72,7 @@ func (a *API) ListRoles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListRoles(r.Context())
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toRole), err)
 }
 
 func (a *API) GetRole(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +81,7 @@ func (a *API) GetRole(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	role, err := a.svc.GetRole(r.Context(), p[0])
-	respond(w, r, http.StatusOK, role, err)
+	respond(w, r, http.StatusOK, toRole(role), err)
 }
 
 func (a *API) DeleteRole(w http.ResponseWriter, r *http.Request) {
@@ -106,19 +90,11 @@ func (a *API) DeleteRole(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := a.svc.DeleteRole(r.Context(), p[0])
-	respond(w, r, http.StatusOK, map[string]any{"id": p[0], "deleted": true}, err)
-}
-
-type bindingRequest struct {
-	SubjectID    string             `json:"subjectId"`
-	RoleID       string             `json:"roleId"`
-	NamespaceID  string             `json:"namespaceId,omitempty"`
-	ResourceKind store.ResourceKind `json:"resourceKind,omitempty"`
-	ResourceID   string             `json:"resourceId,omitempty"`
+	respond(w, r, http.StatusOK, apitypes.Deleted{Deleted: true, ID: p[0]}, err)
 }
 
 func (a *API) CreateAccessBinding(w http.ResponseWriter, r *http.Request) {
-	var in bindingRequest
+	var in apitypes.CreateAccessBindingRequest
 	if !decode(w, r, &in) {
 		return
 	}
@@ -127,8 +103,8 @@ func (a *API) CreateAccessBinding(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := a.svc.CreateAccessBinding(r.Context(), occ.BindingInput{SubjectID: in.SubjectID, RoleID: in.RoleID,
-		Scope: occ.ScopeInput{NamespaceID: in.NamespaceID, ResourceKind: in.ResourceKind, ResourceID: in.ResourceID}})
-	respond(w, r, http.StatusCreated, b, err)
+		Scope: occ.ScopeInput{NamespaceID: in.NamespaceID, ResourceKind: fromResourceKind(in.ResourceKind), ResourceID: in.ResourceID}})
+	respond(w, r, http.StatusCreated, toAccessBinding(b), err)
 }
 
 func (a *API) ListAccessBindings(w http.ResponseWriter, r *http.Request) {
@@ -136,7 +112,7 @@ func (a *API) ListAccessBindings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListAccessBindings(r.Context())
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toAccessBinding), err)
 }
 
 func (a *API) DeleteAccessBinding(w http.ResponseWriter, r *http.Request) {
@@ -145,28 +121,20 @@ func (a *API) DeleteAccessBinding(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := a.svc.DeleteAccessBinding(r.Context(), p[0])
-	respond(w, r, http.StatusOK, map[string]any{"id": p[0], "deleted": true}, err)
-}
-
-type restrictionRequest struct {
-	SubjectID    string             `json:"subjectId"`
-	Action       store.Action       `json:"action"`
-	ResourceKind store.ResourceKind `json:"resourceKind"`
-	NamespaceID  string             `json:"namespaceId,omitempty"`
-	ResourceID   string             `json:"resourceId,omitempty"`
+	respond(w, r, http.StatusOK, apitypes.Deleted{Deleted: true, ID: p[0]}, err)
 }
 
 func (a *API) CreateRestriction(w http.ResponseWriter, r *http.Request) {
-	var in restrictionRequest
+	var in apitypes.CreateRestrictionRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	if in.NamespaceID != "" && !validRef(w, r, "/namespaceId", in.NamespaceID, ids.Namespace) {
 		return
 	}
-	res, err := a.svc.CreateRestriction(r.Context(), occ.RestrictionInput{SubjectID: in.SubjectID, Action: in.Action,
-		ResourceKind: in.ResourceKind, Scope: occ.ScopeInput{NamespaceID: in.NamespaceID, ResourceID: in.ResourceID}})
-	respond(w, r, http.StatusCreated, res, err)
+	res, err := a.svc.CreateRestriction(r.Context(), occ.RestrictionInput{SubjectID: in.SubjectID, Action: fromAction(in.Action),
+		ResourceKind: fromResourceKind(in.ResourceKind), Scope: occ.ScopeInput{NamespaceID: in.NamespaceID, ResourceID: in.ResourceID}})
+	respond(w, r, http.StatusCreated, toRestriction(res), err)
 }
 
 func (a *API) ListRestrictions(w http.ResponseWriter, r *http.Request) {
@@ -174,7 +142,7 @@ func (a *API) ListRestrictions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListRestrictions(r.Context())
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toRestriction), err)
 }
 
 func (a *API) DeleteRestriction(w http.ResponseWriter, r *http.Request) {
@@ -183,5 +151,5 @@ func (a *API) DeleteRestriction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := a.svc.DeleteRestriction(r.Context(), p[0])
-	respond(w, r, http.StatusOK, map[string]any{"id": p[0], "deleted": true}, err)
+	respond(w, r, http.StatusOK, apitypes.Deleted{Deleted: true, ID: p[0]}, err)
 }

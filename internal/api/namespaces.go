@@ -1,24 +1,20 @@
 package api
 
 import (
-	"encoding/json"
 	"net/http"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/occ"
 )
 
-type createNamespaceRequest struct {
-	Name string `json:"name"`
-}
-
 func (a *API) CreateNamespace(w http.ResponseWriter, r *http.Request) {
-	var in createNamespaceRequest
+	var in apitypes.CreateNamespaceRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	ns, err := a.svc.CreateNamespace(r.Context(), in.Name)
-	respond(w, r, http.StatusCreated, ns, err)
+	respond(w, r, http.StatusCreated, toNamespace(ns), err)
 }
 
 func (a *API) ListNamespaces(w http.ResponseWriter, r *http.Request) {
@@ -26,7 +22,7 @@ func (a *API) ListNamespaces(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListNamespaces(r.Context())
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toNamespace), err)
 }
 
 func (a *API) GetNamespace(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +31,7 @@ func (a *API) GetNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, err := a.svc.GetNamespace(r.Context(), p[0])
-	respond(w, r, http.StatusOK, ns, err)
+	respond(w, r, http.StatusOK, toNamespace(ns), err)
 }
 
 func (a *API) DeleteNamespace(w http.ResponseWriter, r *http.Request) {
@@ -44,13 +40,7 @@ func (a *API) DeleteNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns, err := a.svc.DeleteNamespace(r.Context(), p[0])
-	respond(w, r, http.StatusAccepted, ns, err)
-}
-
-type configurationRequest struct {
-	Name     string          `json:"name"`
-	Kind     string          `json:"kind"`
-	Document json.RawMessage `json:"document"`
+	respond(w, r, http.StatusAccepted, toNamespace(ns), err)
 }
 
 func (a *API) CreateConfiguration(w http.ResponseWriter, r *http.Request) {
@@ -58,12 +48,12 @@ func (a *API) CreateConfiguration(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var in configurationRequest
+	var in apitypes.CreateConfigurationRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	c, err := a.svc.CreateConfiguration(r.Context(), p[0], occ.ConfigurationInput{Name: in.Name, Kind: in.Kind, Document: in.Document})
-	respond(w, r, http.StatusCreated, c, err)
+	respond(w, r, http.StatusCreated, toConfiguration(c), err)
 }
 
 func (a *API) ListConfigurations(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +62,7 @@ func (a *API) ListConfigurations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.svc.ListConfigurations(r.Context(), p[0])
-	respond(w, r, http.StatusOK, items(v), err)
+	respond(w, r, http.StatusOK, list(v, toConfiguration), err)
 }
 
 func (a *API) GetConfiguration(w http.ResponseWriter, r *http.Request) {
@@ -81,12 +71,7 @@ func (a *API) GetConfiguration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := a.svc.GetConfiguration(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusOK, c, err)
-}
-
-type patchConfigurationRequest struct {
-	Name     *string         `json:"name,omitempty"`
-	Document json.RawMessage `json:"document,omitempty"`
+	respond(w, r, http.StatusOK, toConfiguration(c), err)
 }
 
 func (a *API) PatchConfiguration(w http.ResponseWriter, r *http.Request) {
@@ -94,12 +79,12 @@ func (a *API) PatchConfiguration(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var in patchConfigurationRequest
+	var in apitypes.PatchConfigurationRequest
 	if !decode(w, r, &in) {
 		return
 	}
 	c, err := a.svc.UpdateConfiguration(r.Context(), p[0], p[1], occ.ConfigurationPatch{Name: in.Name, Document: in.Document})
-	respond(w, r, http.StatusOK, c, err)
+	respond(w, r, http.StatusOK, toConfiguration(c), err)
 }
 
 func (a *API) DeleteConfiguration(w http.ResponseWriter, r *http.Request) {
@@ -108,5 +93,5 @@ func (a *API) DeleteConfiguration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := a.svc.DeleteConfiguration(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusOK, map[string]any{"id": p[1], "deleted": true}, err)
+	respond(w, r, http.StatusOK, apitypes.Deleted{Deleted: true, ID: p[1]}, err)
 }

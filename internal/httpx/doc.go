@@ -17,6 +17,8 @@
 //
 // Success: {"data": ..., "meta": {"requestId": "req_..."}}.
 // Failure: {"error": {"code", "message", "details"?, "data"?}, "meta": {"requestId"}}.
+// Both are written as the public wire types apitypes.Envelope and
+// apitypes.ErrorEnvelope, so clients decode exactly what is sent.
 // Every reply written here carries Cache-Control: no-store, Content-Type:
 // application/json; charset=utf-8, X-Content-Type-Options: nosniff and
 // X-Request-Id. JSON is written without HTML escaping: the API is not HTML

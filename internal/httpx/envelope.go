@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
 )
 
@@ -31,29 +32,10 @@ var serverMessages = map[string]string{
 
 const serverMessageOther = "The server could not complete the request; quote the request ID when reporting it."
 
-type meta struct {
-	RequestID string `json:"requestId"`
-}
-
-type successEnvelope struct {
-	Data any  `json:"data"`
-	Meta meta `json:"meta"`
-}
-
-type errorEnvelope struct {
-	Error errorFields `json:"error"`
-	Meta  meta        `json:"meta"`
-}
-
-type errorFields struct {
-	Code    string           `json:"code"`
-	Message string           `json:"message"`
-	Details []errkind.Detail `json:"details,omitempty"`
-	Data    map[string]any   `json:"data,omitempty"`
-}
-
 // Write sends data as {"data": data, "meta": {"requestId": ...}} with the
-// given status and the standard API headers.
+// given status and the standard API headers. The envelopes are the wire
+// types apitypes.Envelope and apitypes.ErrorEnvelope; data should be an
+// apitypes value too (package api accepts nothing else).
 //
 // The body is encoded completely before anything is sent, so a value that
 // cannot be encoded (a channel, a NaN) becomes a logged 500 envelope rather
@@ -61,7 +43,7 @@ type errorFields struct {
 // client has gone and there is no one left to tell.
 func Write(w http.ResponseWriter, r *http.Request, status int, data any) {
 	id := requestIDFor(w, r)
-	b, err := encode(successEnvelope{Data: data, Meta: meta{RequestID: id}})
+	b, err := encode(apitypes.Envelope[any]{Data: data, Meta: apitypes.Meta{RequestID: id}})
 	if err != nil {
 		Logger(r.Context()).Error("response could not be encoded",
 			"error", err, "type", fmt.Sprintf("%T", data), "method", r.Method, "path", r.URL.Path)
@@ -122,7 +104,7 @@ func statusCode(e *errkind.Error) (int, string) {
 func writeErrorBody(w http.ResponseWriter, r *http.Request, e *errkind.Error) {
 	id := requestIDFor(w, r)
 	status, code := statusCode(e)
-	fields := errorFields{Code: code}
+	fields := apitypes.Error{Code: code}
 	data := e.Data
 	if status == http.StatusMethodNotAllowed {
 		if allow, ok := data["allow"].(string); ok {
@@ -147,26 +129,26 @@ func writeErrorBody(w http.ResponseWriter, r *http.Request, e *errkind.Error) {
 		fields.Details = publicDetails(e.Details)
 		fields.Data = data
 	}
-	b, err := encode(errorEnvelope{Error: fields, Meta: meta{RequestID: id}})
+	b, err := encode(apitypes.ErrorEnvelope{Error: fields, Meta: apitypes.Meta{RequestID: id}})
 	if err != nil {
 		// Only Data can fail to encode; the error's author put something
 		// unencodable in it. Send the same error without it.
 		Logger(r.Context()).Error("error data could not be encoded", "error", err, "code", code)
 		fields.Data = nil
-		b, _ = encode(errorEnvelope{Error: fields, Meta: meta{RequestID: id}})
+		b, _ = encode(apitypes.ErrorEnvelope{Error: fields, Meta: apitypes.Meta{RequestID: id}})
 	}
 	writeBytes(w, id, status, b)
 }
 
-// publicDetails caps the number of details and the length of each pointer.
-func publicDetails(ds []errkind.Detail) []errkind.Detail {
+// publicDetails converts details to their wire type, capping their number
+// and the length of each pointer.
+func publicDetails(ds []errkind.Detail) []apitypes.ErrorDetail {
 	if len(ds) == 0 {
 		return nil
 	}
-	out := make([]errkind.Detail, 0, min(len(ds), errkind.MaxDetails))
+	out := make([]apitypes.ErrorDetail, 0, min(len(ds), errkind.MaxDetails))
 	for _, d := range ds[:min(len(ds), errkind.MaxDetails)] {
-		d.Path = clip(d.Path, maxDetailPath)
-		out = append(out, d)
+		out = append(out, apitypes.ErrorDetail{Path: clip(d.Path, maxDetailPath), Code: d.Code})
 	}
 	return out
 }

@@ -19,8 +19,8 @@ const (
 // AuditPage is one page of audit events, newest first. NextCursor is empty
 // on the last page.
 type AuditPage struct {
-	Items      []store.AuditEvent `json:"items"`
-	NextCursor string             `json:"nextCursor,omitempty"`
+	Items      []store.AuditEvent
+	NextCursor string
 }
 
 type cursorJSON struct {

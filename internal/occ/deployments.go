@@ -8,7 +8,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Deployment states as the API reports them.
+// Deployment states, as apitypes.DeploymentStatus reports them.
 const (
 	DeploymentQueued    = "queued"    // waiting; no live worker claim
 	DeploymentRunning   = "running"   // a worker holds a live claim
@@ -18,29 +18,30 @@ const (
 
 // DeploymentError is why a deployment failed.
 type DeploymentError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code    string
+	Message string
 }
 
 // DeploymentProgress says what the last unfinished attempt saw and when the
 // next one is due.
 type DeploymentProgress struct {
-	LastAttempt   *store.WorkAttempt `json:"lastAttempt,omitempty"`
-	NextAttemptAt *time.Time         `json:"nextAttemptAt,omitempty"`
-	Attempts      int                `json:"attempts"`
+	LastAttempt   *store.WorkAttempt
+	NextAttemptAt *time.Time
+	Attempts      int
 }
 
-// Deployment is the status of one revision's deployment.
+// Deployment is the status of one revision's deployment. Its wire form is
+// apitypes.Deployment.
 type Deployment struct {
-	ID          string              `json:"id"`
-	NamespaceID string              `json:"namespaceId"`
-	AgentID     string              `json:"agentId"`
-	Revision    int64               `json:"revision"`
-	Status      string              `json:"status"`
-	Error       *DeploymentError    `json:"error"`
-	Progress    *DeploymentProgress `json:"progress"`
-	CreatedAt   time.Time           `json:"createdAt"`
-	UpdatedAt   time.Time           `json:"updatedAt"`
+	ID          string
+	NamespaceID string
+	AgentID     string
+	Revision    int64
+	Status      string
+	Error       *DeploymentError
+	Progress    *DeploymentProgress
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // GetDeployment reports a deployment's status from its work item.

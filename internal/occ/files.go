@@ -52,18 +52,21 @@ func (s *Service) fileDeadline(ctx context.Context) (context.Context, context.Ca
 // SetFileAccess configures live workspace file access.
 func (s *Service) SetFileAccess(fa FileAccess) { s.files = fa }
 
-// WorkspaceFile is what the API returns for a read.
+// WorkspaceFile is a file read from an Agent's gateway; Hash is the
+// SHA-256 (hex) of Content. Its wire form is apitypes.WorkspaceFile, with
+// the hash in the ETag header.
 type WorkspaceFile struct {
-	Name    string `json:"name"`
-	Content string `json:"content"`
-	Hash    string `json:"-"`
+	Name    string
+	Content string
+	Hash    string
 }
 
-// WrittenFile is what the API returns for a write.
+// WrittenFile is the result of a write: Size is the content's length in
+// bytes, Hash its SHA-256 (hex). Its wire form is apitypes.WrittenFile.
 type WrittenFile struct {
-	Name string `json:"name"`
-	Size int    `json:"size"`
-	Hash string `json:"-"`
+	Name string
+	Size int
+	Hash string
 }
 
 var (

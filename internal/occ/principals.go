@@ -109,10 +109,11 @@ type ServiceKeyInput struct {
 	ExpiresIn          *int64 // seconds; nil means the default
 }
 
-// IssuedKey is a new key; Key is shown once and never stored.
+// IssuedKey is a new key; Key is shown once (as apitypes.ServiceKey) and
+// never stored.
 type IssuedKey struct {
 	store.APIKey
-	Key string `json:"key"`
+	Key string
 }
 
 // IssueServiceKey creates an API key for an existing non-Agent service

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/api"
 	"github.com/openclaw/occ/internal/audit"
@@ -155,7 +156,7 @@ type Health struct {
 
 // Live answers 200 while the process serves HTTP.
 func (h *Health) Live(w http.ResponseWriter, r *http.Request) {
-	httpx.Write(w, r, http.StatusOK, map[string]string{"status": "ok"})
+	httpx.Write(w, r, http.StatusOK, apitypes.Health{Status: "ok"})
 }
 
 // Ready answers 200 when the database answers within two seconds.
@@ -168,7 +169,7 @@ func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	httpx.Write(w, r, http.StatusOK, map[string]string{"status": "ready"})
+	httpx.Write(w, r, http.StatusOK, apitypes.Health{Status: "ready"})
 }
 
 // Run serves the API on cfg.Listen until ctx ends, then shuts down
