@@ -71,9 +71,10 @@ const MaxDetails = 32
 const MaxMessage = 256
 
 // Detail points at one offending field with a JSON pointer (RFC 6901).
+// Its wire form is apitypes.ErrorDetail.
 type Detail struct {
-	Path string `json:"path"`
-	Code string `json:"code"`
+	Path string
+	Code string
 }
 
 // Error is a classified failure. Message is safe to show to the caller; it

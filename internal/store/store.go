@@ -9,6 +9,12 @@
 //
 // Times are stored with microsecond precision in UTC; implementations
 // truncate on write so that what is read back equals what was written.
+//
+// Records carry no JSON names of the API: they are never serialized to a
+// client. The wire types are package apitypes, converted from these records
+// in internal/api. The only JSON names here are stored column formats
+// (Permission, WorkAttempt) and the "-" that keeps secret hashes out of any
+// encoding.
 package store
 
 import (

@@ -7,9 +7,9 @@ import (
 
 // Installation is the singleton that owns everything else.
 type Installation struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID        string
+	Name      string
+	CreatedAt time.Time
 }
 
 // NamespaceStatus is a Namespace's lifecycle state.
@@ -25,11 +25,11 @@ const (
 // Namespace groups Agents and Configurations; it is also the unit of
 // Namespace-scoped access.
 type Namespace struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Status    NamespaceStatus `json:"status"`
-	CreatedAt time.Time       `json:"createdAt"`
-	UpdatedAt time.Time       `json:"updatedAt"`
+	ID        string
+	Name      string
+	Status    NamespaceStatus
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // ConfigurationKindAgent is the only Configuration kind.
@@ -38,14 +38,14 @@ const ConfigurationKindAgent = "agent"
 // Configuration is a native OpenClaw JSON document owned by a Namespace.
 // Generation starts at 1 and grows by one on every update.
 type Configuration struct {
-	ID          string          `json:"id"`
-	NamespaceID string          `json:"namespaceId"`
-	Name        string          `json:"name"`
-	Kind        string          `json:"kind"`
-	Document    json.RawMessage `json:"document"`
-	Generation  int64           `json:"generation"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
+	ID          string
+	NamespaceID string
+	Name        string
+	Kind        string
+	Document    json.RawMessage
+	Generation  int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // AgentStatus is whether an Agent exists normally or is being torn down.
@@ -67,32 +67,32 @@ const (
 
 // Agent is one OpenClaw agent. It never carries initial workspace files.
 type Agent struct {
-	ID                  string       `json:"id"`
-	NamespaceID         string       `json:"namespaceId"`
-	Name                string       `json:"name"`
-	ConfigurationID     string       `json:"configurationId"`
-	Status              AgentStatus  `json:"status"`
-	DesiredRuntimeState RuntimeState `json:"desiredRuntimeState"`
-	ActiveRevisionID    string       `json:"activeRevisionId,omitempty"`
-	DeletionRequestedBy string       `json:"-"`
-	CreatedAt           time.Time    `json:"createdAt"`
-	UpdatedAt           time.Time    `json:"updatedAt"`
+	ID                  string
+	NamespaceID         string
+	Name                string
+	ConfigurationID     string
+	Status              AgentStatus
+	DesiredRuntimeState RuntimeState
+	ActiveRevisionID    string
+	DeletionRequestedBy string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
 }
 
 // Revision is an immutable snapshot of what one deployment runs. Its id is
 // also the deployment id. It never carries workspace setup data.
 type Revision struct {
-	ID                      string          `json:"id"`
-	NamespaceID             string          `json:"namespaceId"`
-	AgentID                 string          `json:"agentId"`
-	Number                  int64           `json:"revision"`
-	ConfigurationID         string          `json:"configurationId"`
-	ConfigurationKind       string          `json:"configurationKind"`
-	ConfigurationGeneration int64           `json:"configurationGeneration"`
-	Configuration           json.RawMessage `json:"configuration"`
-	ComputeDriverID         string          `json:"computeDriverId"`
-	CreatedBy               string          `json:"-"`
-	CreatedAt               time.Time       `json:"createdAt"`
+	ID                      string
+	NamespaceID             string
+	AgentID                 string
+	Number                  int64
+	ConfigurationID         string
+	ConfigurationKind       string
+	ConfigurationGeneration int64
+	Configuration           json.RawMessage
+	ComputeDriverID         string
+	CreatedBy               string
+	CreatedAt               time.Time
 }
 
 // WorkspaceFileNames are the only workspace files OCC stages or serves, in
@@ -120,10 +120,10 @@ const (
 
 // User is a human principal that signs in with email and password.
 type User struct {
-	ID           string    `json:"id"`
-	Email        string    `json:"email"`
-	PasswordHash string    `json:"-"`
-	CreatedAt    time.Time `json:"createdAt"`
+	ID           string
+	Email        string
+	PasswordHash string `json:"-"` // a secret: never encoded, whatever encodes a User
+	CreatedAt    time.Time
 }
 
 // Session is a browser session. Only the SHA-256 of its token is stored.
@@ -137,25 +137,25 @@ type Session struct {
 // ServicePrincipal is a non-human identity. NamespaceID limits it to one
 // Namespace; AgentID marks an Agent-owned principal that cannot use the API.
 type ServicePrincipal struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	NamespaceID string    `json:"namespaceId,omitempty"`
-	AgentID     string    `json:"agentId,omitempty"`
-	CreatedAt   time.Time `json:"createdAt"`
+	ID          string
+	Name        string
+	NamespaceID string
+	AgentID     string
+	CreatedAt   time.Time
 }
 
 // APIKey authenticates a ServicePrincipal. Only the SHA-256 of the secret
 // part is stored; the key itself is shown once, at creation.
 type APIKey struct {
-	ID                 string     `json:"id"`
-	ServicePrincipalID string     `json:"servicePrincipalId"`
-	NamespaceID        string     `json:"namespaceId,omitempty"`
-	Name               string     `json:"name"`
-	SecretHash         []byte     `json:"-"`
-	CreatedBy          string     `json:"createdBy"`
-	ExpiresAt          time.Time  `json:"expiresAt"`
-	RevokedAt          *time.Time `json:"revokedAt,omitempty"`
-	CreatedAt          time.Time  `json:"createdAt"`
+	ID                 string
+	ServicePrincipalID string
+	NamespaceID        string
+	Name               string
+	SecretHash         []byte `json:"-"` // a secret: never encoded, whatever encodes an APIKey
+	CreatedBy          string
+	ExpiresAt          time.Time
+	RevokedAt          *time.Time
+	CreatedAt          time.Time
 }
 
 // Action is a permission verb. No action implies another.
@@ -190,7 +190,9 @@ const (
 	KindUser           ResourceKind = "user"
 )
 
-// Permission grants one action on one kind of resource.
+// Permission grants one action on one kind of resource. Its JSON names are
+// the stored format of a role's permissions column, not the API's (that is
+// apitypes.Permission); changing them needs a migration.
 type Permission struct {
 	Action       Action       `json:"action"`
 	ResourceKind ResourceKind `json:"resourceKind"`
@@ -199,39 +201,39 @@ type Permission struct {
 // Role is a named set of permissions. A Namespace role can only be bound
 // inside its Namespace. Built-in roles cannot be deleted.
 type Role struct {
-	ID          string       `json:"id"`
-	NamespaceID string       `json:"namespaceId,omitempty"`
-	Name        string       `json:"name"`
-	Permissions []Permission `json:"permissions"`
-	Builtin     bool         `json:"builtin"`
-	CreatedAt   time.Time    `json:"createdAt"`
+	ID          string
+	NamespaceID string
+	Name        string
+	Permissions []Permission
+	Builtin     bool
+	CreatedAt   time.Time
 }
 
 // AccessBinding grants a Role to a subject, installation-wide (no
 // NamespaceID, no resource), in one Namespace (NamespaceID only), or on one
 // exact resource (ResourceKind and ResourceID, with its NamespaceID).
 type AccessBinding struct {
-	ID           string       `json:"id"`
-	NamespaceID  string       `json:"namespaceId,omitempty"`
-	SubjectID    string       `json:"subjectId"`
-	RoleID       string       `json:"roleId"`
-	ResourceKind ResourceKind `json:"resourceKind,omitempty"`
-	ResourceID   string       `json:"resourceId,omitempty"`
-	CreatedAt    time.Time    `json:"createdAt"`
+	ID           string
+	NamespaceID  string
+	SubjectID    string
+	RoleID       string
+	ResourceKind ResourceKind
+	ResourceID   string
+	CreatedAt    time.Time
 }
 
 // Restriction denies one action on a kind of resource to a subject, with
 // the same scoping as AccessBinding. A matching restriction always wins over
 // any grant.
 type Restriction struct {
-	ID           string       `json:"id"`
-	NamespaceID  string       `json:"namespaceId,omitempty"`
-	SubjectID    string       `json:"subjectId"`
-	Action       Action       `json:"action"`
-	ResourceKind ResourceKind `json:"resourceKind"`
-	ResourceID   string       `json:"resourceId,omitempty"`
-	Effect       string       `json:"effect"` // always "deny"
-	CreatedAt    time.Time    `json:"createdAt"`
+	ID           string
+	NamespaceID  string
+	SubjectID    string
+	Action       Action
+	ResourceKind ResourceKind
+	ResourceID   string
+	Effect       string // always "deny"
+	CreatedAt    time.Time
 }
 
 // Grant is one binding expanded with its role's permissions, as the
@@ -255,25 +257,25 @@ const (
 
 // AuditResource names what an audit event is about.
 type AuditResource struct {
-	Kind        ResourceKind `json:"kind"`
-	ID          string       `json:"id,omitempty"`
-	NamespaceID string       `json:"namespaceId,omitempty"`
+	Kind        ResourceKind
+	ID          string
+	NamespaceID string
 }
 
 // AuditEvent is one append-only audit record. Details hold metadata only,
 // never file content or secrets.
 type AuditEvent struct {
-	ID         string            `json:"id"`
-	OccurredAt time.Time         `json:"occurredAt"`
-	Kind       string            `json:"kind"`
-	ActorID    string            `json:"actorId"`
-	Credential string            `json:"credential,omitempty"` // "session" or "api_key:<keyId>"
-	RequestID  string            `json:"requestId,omitempty"`
-	Action     string            `json:"action"`
-	Resource   AuditResource     `json:"resource"`
-	Outcome    string            `json:"outcome"`
-	ReasonCode string            `json:"reasonCode,omitempty"`
-	Details    map[string]string `json:"details,omitempty"`
+	ID         string
+	OccurredAt time.Time
+	Kind       string
+	ActorID    string
+	Credential string // "session" or "api_key:<keyId>"
+	RequestID  string
+	Action     string
+	Resource   AuditResource
+	Outcome    string
+	ReasonCode string
+	Details    map[string]string
 }
 
 // AuditFilter selects audit events; empty fields match everything.

@@ -23,7 +23,9 @@ const (
 )
 
 // WorkAttempt describes the last attempt of a work item that did not
-// finish, for deployment progress.
+// finish, for deployment progress. Its JSON names are the stored format of
+// the work item's last-attempt column, not the API's (that is
+// apitypes.DeploymentAttempt); changing them needs a migration.
 type WorkAttempt struct {
 	Code    string    `json:"code"`
 	Message string    `json:"message"`
