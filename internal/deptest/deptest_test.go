@@ -58,9 +58,11 @@ func readRules(t *testing.T) []rule {
 }
 
 // importPath turns a table entry into a full import path pattern: paths
-// under internal/ and cmd/ are this module's, anything else is as written.
+// under internal/ and cmd/ and the public apitypes are this module's,
+// anything else is as written.
 func importPath(p string) string {
-	if strings.HasPrefix(p, "internal/") || strings.HasPrefix(p, "cmd/") || p == "internal/..." {
+	if strings.HasPrefix(p, "internal/") || strings.HasPrefix(p, "cmd/") || p == "internal/..." ||
+		p == "apitypes" || strings.HasPrefix(p, "apitypes/") {
 		return module + "/" + p
 	}
 	return p
