@@ -130,7 +130,15 @@ type Driver interface {
 	PrepareRevision(ctx context.Context, rev Revision, rc RevisionContext) (PrepareResult, error)
 	// ActivateRevision makes a prepared revision the one that serves (for
 	// example moves the route to it). It must not disturb a newer
-	// revision's resources.
+	// revision's resources. The worker calls it only after PrepareRevision
+	// answered Ready for the same revision and context, and records the
+	// activation (completing a pending setup and clearing the files from
+	// the database) only after it returned nil. So, with a pending setup in
+	// rc, it must leave no copy of the files anywhere the driver keeps
+	// them outside the durable workspace (a delivery Secret, a payload
+	// file), whatever the runtime's state at that moment, and a later
+	// PrepareRevision with the same setup still pending (a retry after a
+	// crash) must not deliver them again.
 	ActivateRevision(ctx context.Context, rev Revision, rc RevisionContext) error
 	// StopRevision stops execution and inbound routing, keeping durable
 	// state. RetireRevision also cleans up everything owned only by this

@@ -44,6 +44,9 @@ const (
 	AnnotationConfigurationKind       = "openclaw.dev/configuration-kind"
 	AnnotationConfigurationGeneration = "openclaw.dev/configuration-generation"
 	AnnotationWorkspaceSetupID        = "openclaw.dev/workspace-setup-id"
+	// AnnotationWorkspaceSetupCompleted is "true" on a setup Secret whose
+	// payload is the completed identity (no file contents), else "false".
+	AnnotationWorkspaceSetupCompleted = "openclaw.dev/workspace-setup-completed"
 	// AnnotationAgentRevisionID and AnnotationAgentRevision (its number)
 	// mark which revision owns an Agent-level object that revisions share:
 	// the Deployment (the revision whose template it runs), the Service

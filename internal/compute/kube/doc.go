@@ -63,5 +63,7 @@
 // and the gateway container starts through `occ workspace-setup --verify`
 // against identity.json, so a workspace whose marker is missing or
 // different never serves. Activation replaces the payload with the
-// completed identity: the file contents leave the cluster.
+// completed identity, whatever the gateway's state at that moment, and a
+// retried prepare of the same setup keeps it so: the file contents leave
+// the cluster before the worker records the activation.
 package kube

@@ -213,7 +213,7 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 	if err != nil {
 		return compute.PrepareResult{}, err
 	}
-	res, err := d.prepare(ctx, rev, objs)
+	res, err := d.prepare(ctx, rev, rc.WorkspaceSetup, objs)
 	return d.settle(ctx, res, err)
 }
 
@@ -231,7 +231,7 @@ func (d *Driver) settle(ctx context.Context, res compute.PrepareResult, err erro
 	return compute.PrepareResult{}, err
 }
 
-func (d *Driver) prepare(ctx context.Context, rev compute.Revision, objs *Objects) (compute.PrepareResult, error) {
+func (d *Driver) prepare(ctx context.Context, rev compute.Revision, setup *compute.WorkspaceSetup, objs *Objects) (compute.PrepareResult, error) {
 	ns := objs.ConfigMap.Namespace
 	nsMeta, err := d.getMeta(ctx, gvkNamespace, "", ns)
 	switch {
@@ -249,7 +249,7 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, objs *Object
 		return compute.PrepareResult{}, err
 	}
 	if objs.SetupSecret != nil {
-		if err := d.applyAgentObject(ctx, gvkSecret, objs.SetupSecret, rev.AgentID); err != nil {
+		if err := d.ensureSetupSecret(ctx, rev, setup, objs.SetupSecret); err != nil {
 			return compute.PrepareResult{}, err
 		}
 	}
@@ -325,6 +325,34 @@ func (d *Driver) ensurePVC(ctx context.Context, rev compute.Revision, pvc *corev
 		return fmt.Errorf("kube: the state volume %s/%s of agent %s is being deleted", pvc.Namespace, pvc.Name, rev.AgentID)
 	}
 	return nil
+}
+
+// ensureSetupSecret applies the rendered setup Secret, except over one
+// that an activation already reduced to the completed identity of the same
+// setup: that one is re-applied as it is. An activation scrubs the Secret
+// only after PrepareRevision reported Ready (the setup ran and its marker
+// is on the volume), so the worker's retry after a crash between the
+// driver's activation and the activation transaction, or a stale worker
+// whose lease ran out, must not bring the file contents back. The apply is
+// conditional on the resourceVersion read, so a scrub that lands between
+// the read and the apply wins (409 Conflict, retried by the worker).
+func (d *Driver) ensureSetupSecret(ctx context.Context, rev compute.Revision, setup *compute.WorkspaceSetup, secret *corev1.Secret) error {
+	m, err := d.getMeta(ctx, gvkSecret, secret.Namespace, secret.Name)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return d.apply(ctx, secret, "")
+	}
+	if err := checkAgent(m, rev.AgentID); err != nil {
+		return err
+	}
+	if m.Annotations[AnnotationWorkspaceSetupID] == setup.ID && m.Annotations[AnnotationWorkspaceSetupCompleted] == "true" {
+		if secret, err = RenderSetupSecret(rev.NamespaceID, rev.AgentID, setup, true); err != nil {
+			return err
+		}
+	}
+	return d.apply(ctx, secret, m.ResourceVersion)
 }
 
 // applyAgentObject applies an Agent-level object that no revision owns
@@ -471,10 +499,17 @@ func diagnosePods(pods []corev1.Pod, limit int32) (string, error) {
 // and (with routing) the HTTPRoute are applied with this revision's
 // ownership annotations. The Deployment must already run this revision. A
 // newer revision's routing is never taken (permanent failure: this
-// revision is stale). Once the gateway is available, a pending workspace
-// setup is applied (its init container succeeded), so the Secret's payload
-// is replaced by the completed identity: the file contents leave the
-// cluster.
+// revision is stale).
+//
+// With a pending workspace setup, the setup Secret's payload is first
+// replaced by the completed identity, whatever the gateway's state at this
+// moment: the worker activates only after PrepareRevision reported Ready,
+// so the setup init container has run and its marker is on the volume, and
+// a Pod started later (a restart, a replacement) only verifies it. The
+// file contents so leave the cluster before the worker records the
+// activation; an error here is retried (the worker prepares and activates
+// again), and ensureSetupSecret keeps a retried PrepareRevision from
+// delivering them again.
 func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -501,18 +536,12 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc 
 		return fmt.Errorf("kube: revision #%d (%s) is not prepared: the gateway Deployment runs revision #%d", rev.Number, rev.ID, o.Number)
 	}
 	if s := rc.WorkspaceSetup; s != nil && !s.Completed {
-		res, err := d.gatewayStatus(ctx, ref)
+		secret, err := RenderSetupSecret(rev.NamespaceID, rev.AgentID, s, true)
 		if err != nil {
 			return err
 		}
-		if res.Ready {
-			secret, err := RenderSetupSecret(rev.NamespaceID, rev.AgentID, s, true)
-			if err != nil {
-				return err
-			}
-			if err := d.applyAgentObject(ctx, gvkSecret, secret, rev.AgentID); err != nil {
-				return err
-			}
+		if err := d.applyAgentObject(ctx, gvkSecret, secret, rev.AgentID); err != nil {
+			return err
 		}
 	}
 	if err := d.claim(ctx, gvkService, objs.Service, ref); err != nil {

@@ -142,7 +142,9 @@ func renderStatePVC(cfg Config, rev compute.Revision) *corev1.PersistentVolumeCl
 // payload.json is the pending setup with its files, or, once completed (or
 // when completed is forced, at activation), only the identity; identity.json
 // is always the completed identity, which the verifier checks on every
-// gateway start.
+// gateway start. The annotation AnnotationWorkspaceSetupCompleted says
+// which of the two payloads it holds, so the driver can tell from the
+// metadata alone.
 func RenderSetupSecret(namespaceID, agentID string, setup *compute.WorkspaceSetup, completed bool) (*corev1.Secret, error) {
 	identity := setuprunner.Setup{
 		ID: setup.ID, NamespaceID: setup.NamespaceID, AgentID: setup.AgentID, DefaultsID: setup.DefaultsID, Completed: true,
@@ -162,6 +164,7 @@ func RenderSetupSecret(namespaceID, agentID string, setup *compute.WorkspaceSetu
 	}
 	ann := agentAnnotations(namespaceID, agentID)
 	ann[AnnotationWorkspaceSetupID] = setup.ID
+	ann[AnnotationWorkspaceSetupCompleted] = strconv.FormatBool(payload.Completed)
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -520,7 +520,8 @@ func TestRenderSetupSecret(t *testing.T) {
 	if diff := cmp.Diff(identity, parse(pending.Data[SetupIdentityKey])); diff != "" {
 		t.Errorf("identity (-want +got):\n%s", diff)
 	}
-	if pending.Name != "workspace-setup-"+agentHash12 || pending.Annotations[AnnotationWorkspaceSetupID] != setup.ID {
+	if pending.Name != "workspace-setup-"+agentHash12 || pending.Annotations[AnnotationWorkspaceSetupID] != setup.ID ||
+		pending.Annotations[AnnotationWorkspaceSetupCompleted] != "false" {
 		t.Errorf("Secret %s annotations %v", pending.Name, pending.Annotations)
 	}
 
@@ -533,6 +534,9 @@ func TestRenderSetupSecret(t *testing.T) {
 		}
 		if bytes.Contains(s.Data[SetupPayloadKey], []byte("SECRET-AGENTS-CONTENT")) {
 			t.Errorf("%s: payload still holds file content", name)
+		}
+		if got := s.Annotations[AnnotationWorkspaceSetupCompleted]; got != "true" {
+			t.Errorf("%s: annotation %s = %q, want true", name, AnnotationWorkspaceSetupCompleted, got)
 		}
 	}
 }
