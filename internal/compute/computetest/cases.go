@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,16 @@ var cases = []testCase{
 		// first deployment, and again on every retry.
 		f.activate(first, compute.RevisionContext{WorkspaceSetup: pending})
 		f.checkFiles(first, want)
+		f.checkNoSetupCopies(first, "after ActivateRevision")
+		// A worker that crashed before recording the activation prepares
+		// and activates again with the setup still pending: the contents
+		// must not come back.
+		if res := f.prepareOnce(first, compute.RevisionContext{WorkspaceSetup: pending}); !res.Ready {
+			t.Errorf("PrepareRevision of the activated revision again = %+v, want Ready", res)
+		}
+		f.checkNoSetupCopies(first, "after a retried PrepareRevision")
+		must(t, "ActivateRevision again", f.d.ActivateRevision(f.ctx(), first, compute.RevisionContext{WorkspaceSetup: pending}))
+		f.checkNoSetupCopies(first, "after a retried ActivateRevision")
 
 		// After activation the worker completes the record: later
 		// revisions carry the identity only, and drivers verify the
@@ -173,13 +184,17 @@ var cases = []testCase{
 
 // setupContents are the four files of the pending setup: byte-exact text
 // with CRLF, trailing spaces, non-ASCII and no final newline, and one empty
-// file (empty files are valid and must be created).
+// file (empty files are valid and must be created). setupMarkers are
+// pieces of them that survive any encoding a driver may use for a copy
+// (JSON, YAML), which checkNoSetupCopies looks for.
 var setupContents = map[string]string{
 	"AGENTS.md":   "# Agents\r\n\r\nRule one.  \r\n",
 	"SOUL.md":     "Calm, curious \u00e9\u4e16 \u2028 and exact.",
 	"IDENTITY.md": "",
-	"USER.md":     "name: conformance\n\n\n",
+	"USER.md":     "name: conformance-setup-marker\n\n\n",
 }
+
+var setupMarkers = []string{"Rule one.", "conformance-setup-marker"}
 
 // pendingSetup returns a fresh pending setup of the fixture's Agent. Its
 // DefaultsID is empty so that no driver compares it with stock templates.
@@ -208,6 +223,23 @@ func (f *fixture) checkFiles(rev compute.Revision, want map[string]string) {
 		}
 	}
 	check(f.t, fmt.Sprintf("workspace files after revision #%d", rev.Number), want, got)
+}
+
+// checkNoSetupCopies requires that nothing Inspect.SetupCopies returns
+// holds a setup file's content, when the harness has it.
+func (f *fixture) checkNoSetupCopies(rev compute.Revision, when string) {
+	f.t.Helper()
+	read := f.h.Inspect.SetupCopies
+	if read == nil {
+		return
+	}
+	for where, content := range read(f.t, f.d, rev) {
+		for _, m := range setupMarkers {
+			if strings.Contains(string(content), m) {
+				f.t.Errorf("%s: %s still holds setup file content (%q)", when, where, m)
+			}
+		}
+	}
 }
 
 // checkCancelled runs call, which uses a cancelled context, and requires a

@@ -50,6 +50,14 @@ type Inspect struct {
 	// interface, and PrepareRevision would restart a runtime that a
 	// faulty RetireRevision stopped.
 	Serving func(t *testing.T, d compute.Driver, rev compute.Revision) bool
+	// SetupCopies returns everything driver d keeps for rev's Agent
+	// outside the durable workspace that could hold a copy of a delivered
+	// setup (delivery Secrets, payload files, rendered objects), keyed by
+	// where it is. After ActivateRevision with a pending setup, and after
+	// a retried PrepareRevision with it, none may hold a file's content:
+	// the worker clears the database copy once activation returned. Used
+	// only when the driver declares WorkspaceSetup.
+	SetupCopies func(t *testing.T, d compute.Driver, rev compute.Revision) map[string][]byte
 }
 
 // DefaultTimeout is the per-case deadline when Harness.Timeout is zero. It

@@ -34,13 +34,18 @@
 //	                                     returns no error
 //	WorkspaceSetup/DeliverThenVerify   * (WorkspaceSetup only) four files, one empty, applied
 //	                                     byte for byte (checked with Inspect.WorkspaceFile when
-//	                                     given); a later revision with the completed identity
-//	                                     prepares and activates, and the files are unchanged
+//	                                     given); after activation, and after a retried Prepare
+//	                                     and Activate with the setup still pending, no copy of
+//	                                     their content outside the workspace (Inspect.SetupCopies
+//	                                     when given); a later revision with the completed
+//	                                     identity prepares and activates, and the files are
+//	                                     unchanged
 //	Context/Cancelled                  every verb with a cancelled context returns a
 //	                                     non-permanent error within a few seconds
 //
-// "Serving" and the byte-for-byte file check use the optional Inspect hooks;
-// without them those steps are skipped and only the interface is checked.
+// "Serving", the byte-for-byte file check and the copy check use the
+// optional Inspect hooks; without them those steps are skipped and only the
+// interface is checked.
 //
 // Cases marked * need a runtime that really becomes ready and are skipped
 // when Harness.SkipRunning is set (for example Kubernetes on kwok, where no

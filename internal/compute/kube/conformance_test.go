@@ -62,6 +62,11 @@ func TestConformanceOnKwok(t *testing.T) {
 				}
 				return ok
 			},
+			// Every Secret, ConfigMap, Pod, Deployment and ReplicaSet of
+			// the tenant namespace.
+			SetupCopies: func(t *testing.T, _ compute.Driver, rev compute.Revision) map[string][]byte {
+				return namespaceContents(t, testCtx(t, 30*time.Second), env, TenantNamespace(rev.NamespaceID))
+			},
 		},
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,12 +132,26 @@ func holdUnready(t *testing.T, ctx context.Context, env *kubeenv.Cluster, d *Dri
 	})
 }
 
-// findMarker reads every Secret, ConfigMap, Pod, Deployment and ReplicaSet
-// of namespace and returns those whose content holds marker. Secret data
-// is searched decoded (its JSON form is base64).
+// findMarker returns the objects of namespace (namespaceContents) whose
+// content holds marker.
 func findMarker(t *testing.T, ctx context.Context, env *kubeenv.Cluster, namespace, marker string) []string {
 	t.Helper()
 	var where []string
+	for name, content := range namespaceContents(t, ctx, env, namespace) {
+		if bytes.Contains(content, []byte(marker)) {
+			where = append(where, name)
+		}
+	}
+	slices.Sort(where)
+	return where
+}
+
+// namespaceContents reads every Secret, ConfigMap, Pod, Deployment and
+// ReplicaSet of namespace and returns each one's JSON by "Kind name";
+// Secret data is appended decoded (in JSON it is base64).
+func namespaceContents(t *testing.T, ctx context.Context, env *kubeenv.Cluster, namespace string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
 	for kind, list := range map[string]client.ObjectList{
 		"Secret": &corev1.SecretList{}, "ConfigMap": &corev1.ConfigMapList{}, "Pod": &corev1.PodList{},
 		"Deployment": &appsv1.DeploymentList{}, "ReplicaSet": &appsv1.ReplicaSetList{},
@@ -154,18 +169,15 @@ func findMarker(t *testing.T, ctx context.Context, env *kubeenv.Cluster, namespa
 			if err != nil {
 				t.Fatal(err)
 			}
-			found := bytes.Contains(b, []byte(marker))
 			if s, ok := obj.(*corev1.Secret); ok {
 				for _, v := range s.Data {
-					found = found || bytes.Contains(v, []byte(marker))
+					b = append(append(b, '\n'), v...)
 				}
 			}
-			if found {
-				where = append(where, kind+" "+obj.GetName())
-			}
+			out[kind+" "+obj.GetName()] = b
 		}
 	}
-	return where
+	return out
 }
 
 // checkCompletedSecret checks that the setup Secret still exists and
