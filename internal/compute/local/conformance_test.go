@@ -1,6 +1,8 @@
 package local
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,6 +46,34 @@ func TestConformance(t *testing.T) {
 			},
 			Serving: func(t *testing.T, d compute.Driver, rev compute.Revision) bool {
 				return isServing(dirOf(d), rev)
+			},
+			// Every regular file of the Agent's directory outside its
+			// workspace: state, revisions, logs, identity and token files.
+			SetupCopies: func(t *testing.T, d compute.Driver, rev compute.Revision) map[string][]byte {
+				dir := agentDirOf(dirOf(d), rev.AgentID)
+				out := map[string][]byte{}
+				err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+					switch {
+					case errors.Is(err, fs.ErrNotExist):
+						return nil
+					case err != nil:
+						return err
+					case e.IsDir() && path == filepath.Join(dir, "workspace"):
+						return filepath.SkipDir
+					case !e.Type().IsRegular():
+						return nil
+					}
+					b, err := os.ReadFile(path)
+					if errors.Is(err, fs.ErrNotExist) {
+						return nil // the running gateway removed it meanwhile
+					}
+					out[path] = b
+					return err
+				})
+				if err != nil {
+					t.Errorf("reading %s: %v", dir, err)
+				}
+				return out
 			},
 		},
 	})
