@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/exactjson"
 	"github.com/openclaw/occ/internal/ids"
 )
 
@@ -161,7 +162,7 @@ func decodeStrict(body []byte, dst any, sc schemaEntry) error {
 		return errkind.InvalidDetails("The request body is not acceptable JSON; see details.", c.details...)
 	}
 	v := validator{s: s}
-	v.value(sc.s, skipWS(s, 0))
+	v.value(sc.s, exactjson.SkipSpace(s, 0))
 	if len(v.details) > 0 {
 		return errkind.InvalidDetails("The request body does not match the expected fields; see details.", v.details...)
 	}

@@ -2,13 +2,11 @@ package httpx
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/exactjson"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays a request body may
@@ -28,15 +26,6 @@ var forbiddenKeys = map[string]bool{"__proto__": true, "constructor": true, "pro
 
 // errEmptyBody reports a body with no JSON value in it (only whitespace).
 var errEmptyBody = errors.New("empty body")
-
-// syntaxError reports malformed JSON at a byte offset of the body. Its text
-// never quotes the body, so it is safe to send to the client.
-type syntaxError struct {
-	off int
-	msg string
-}
-
-func (e *syntaxError) Error() string { return fmt.Sprintf("%s at byte %d", e.msg, e.off) }
 
 // checker is the first of ReadJSON's two passes. It reads the body once,
 // iteratively (so a body of a million '[' cannot exhaust the stack), and
@@ -67,8 +56,8 @@ type frame struct {
 	seen  map[string]struct{} // object: keys so far, once there are many
 }
 
-// check runs the first pass over c.s. It returns errEmptyBody, a
-// *syntaxError, or nil; problems that are not syntax errors are in
+// check runs the first pass over c.s. It returns errEmptyBody, an
+// *exactjson.SyntaxError, or nil; problems that are not syntax errors are in
 // c.details.
 func (c *checker) check() error {
 	c.skipWS()
@@ -97,12 +86,12 @@ value: // c.i is at the start of a value; whitespace has been skipped.
 			}
 			continue value
 		case '"':
-			end, _, bad, err := scanString(c.s, c.i)
+			end, f, err := exactjson.ScanString(c.s, c.i)
 			if err != nil {
 				return err
 			}
 			c.i = end
-			if bad {
+			if f.IllFormed() {
 				c.report(errkind.DetailInvalidValue)
 			}
 		case 't':
@@ -118,7 +107,7 @@ value: // c.i is at the start of a value; whitespace has been skipped.
 				return err
 			}
 		default:
-			end, ok := scanNumber(c.s, c.i)
+			end, ok := exactjson.ScanNumber(c.s, c.i)
 			if !ok {
 				return c.errorf("invalid character")
 			}
@@ -203,20 +192,21 @@ func (c *checker) member() error {
 		return c.errorf("expected a string object key")
 	}
 	start := c.i
-	end, escaped, bad, err := scanString(c.s, c.i)
+	end, flags, err := exactjson.ScanString(c.s, c.i)
 	if err != nil {
 		return err
 	}
 	c.i = end
 	if c.deep == 0 { // so len(c.kinds) <= MaxDepth
+		// Unescaped keys are sliced out of the body, not copied.
 		key := c.s[start+1 : end-1]
-		if escaped {
-			key = unquote(key)
+		if flags&exactjson.Escaped != 0 {
+			key = exactjson.Unquote(c.s[start:end], exactjson.ReplaceSurrogates)
 		}
 		f := &c.frames[len(c.kinds)-1]
 		f.key = key
 		switch {
-		case bad:
+		case flags.IllFormed():
 			// The pointer shows the key with U+FFFD in place of what
 			// could not be decoded; there is no faithful spelling.
 			c.report(errkind.DetailInvalidValue)
@@ -260,10 +250,11 @@ func (f *frame) seenBefore(key string) bool {
 }
 
 func (c *checker) literal(word string) error {
-	if !strings.HasPrefix(c.s[c.i:], word) {
+	end, ok := exactjson.ScanLiteral(c.s, c.i, word)
+	if !ok {
 		return c.errorf("invalid literal")
 	}
-	c.i += len(word)
+	c.i = end
 	return nil
 }
 
@@ -291,9 +282,9 @@ func (c *checker) pointer() string {
 	return b.String()
 }
 
-func (c *checker) skipWS() { c.i = skipWS(c.s, c.i) }
+func (c *checker) skipWS() { c.i = exactjson.SkipSpace(c.s, c.i) }
 
-func (c *checker) errorf(msg string) error { return &syntaxError{off: c.i, msg: msg} }
+func (c *checker) errorf(msg string) error { return &exactjson.SyntaxError{Offset: c.i, Msg: msg} }
 
 // writeSegment writes key as a JSON pointer segment (RFC 6901: "~" is
 // written "~0" and "/" is written "~1").
@@ -312,189 +303,4 @@ func writeSegment(b *strings.Builder, key string) {
 			b.WriteByte(key[i])
 		}
 	}
-}
-
-func skipWS(s string, i int) int {
-	for i < len(s) {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// scanString scans the JSON string whose opening quote is at s[i] and
-// returns the index just past its closing quote. escaped reports whether it
-// contains backslash escapes (so its text differs from its value); bad
-// reports content that Go's decoder would not keep as written: bytes that
-// are not UTF-8 (including UTF-8-encoded surrogates) and \u escapes of a
-// high surrogate not followed by a low one, or of a low surrogate alone.
-// encoding/json would turn each into U+FFFD, silently changing the value.
-func scanString(s string, i int) (end int, escaped, bad bool, err error) {
-	start := i
-	i++
-	for {
-		for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < utf8.RuneSelf {
-			i++
-		}
-		if i >= len(s) {
-			return 0, false, false, &syntaxError{off: start, msg: "unterminated string"}
-		}
-		switch b := s[i]; {
-		case b == '"':
-			return i + 1, escaped, bad, nil
-		case b == '\\':
-			escaped = true
-			if i+1 >= len(s) {
-				return 0, false, false, &syntaxError{off: start, msg: "unterminated string"}
-			}
-			switch s[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				r, ok := hex4(s, i+2)
-				if !ok {
-					return 0, false, false, &syntaxError{off: i, msg: "invalid \\u escape"}
-				}
-				i += 6
-				switch {
-				case utf16.IsSurrogate(r) && r < 0xDC00: // high: a low must follow
-					if r2, ok := hex4(s, i+2); ok && s[i] == '\\' && s[i+1] == 'u' && r2 >= 0xDC00 && r2 <= 0xDFFF {
-						i += 6
-					} else {
-						bad = true
-					}
-				case utf16.IsSurrogate(r): // low, with no high before it
-					bad = true
-				}
-			default:
-				return 0, false, false, &syntaxError{off: i, msg: "invalid escape"}
-			}
-		case b < 0x20:
-			return 0, false, false, &syntaxError{off: i, msg: "control character in string"}
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				bad = true
-			}
-			i += size
-		}
-	}
-}
-
-// hex4 decodes the four hex digits at s[i:i+4].
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[i : i+4]) {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// scanNumber scans the JSON number at s[i] and returns the index past it.
-// The grammar is RFC 8259's: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(s string, i int) (int, bool) {
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		i = digits(s, i)
-	default:
-		return 0, false
-	}
-	if i < len(s) && s[i] == '.' {
-		j := digits(s, i+1)
-		if j == i+1 {
-			return 0, false
-		}
-		i = j
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		j := digits(s, i)
-		if j == i {
-			return 0, false
-		}
-		i = j
-	}
-	return i, true
-}
-
-func digits(s string, i int) int {
-	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-		i++
-	}
-	return i
-}
-
-// unquote returns the value of the JSON string text raw (without quotes),
-// which scanString has accepted. Unpaired surrogates become U+FFFD and
-// invalid UTF-8 bytes are kept; both only happen for text the checker
-// refuses, where the result is used only to name the offending key.
-// Text without escapes is returned as is, without allocating.
-func unquote(raw string) string {
-	if strings.IndexByte(raw, '\\') < 0 {
-		return raw
-	}
-	b := make([]byte, 0, len(raw))
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			b = append(b, c)
-			i++
-			continue
-		}
-		switch raw[i+1] {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, _ := hex4(raw, i+2)
-			i += 6
-			if utf16.IsSurrogate(r) {
-				r2, ok := hex4(raw, i+2)
-				if r < 0xDC00 && ok && raw[i] == '\\' && raw[i+1] == 'u' && r2 >= 0xDC00 && r2 <= 0xDFFF {
-					r = utf16.DecodeRune(r, r2)
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			b = utf8.AppendRune(b, r)
-			continue
-		default: // '"', '\\', '/'
-			b = append(b, raw[i+1])
-		}
-		i += 2
-	}
-	return string(b)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/exactjson"
 )
 
 // validator is ReadJSON's second pass: it walks a body the checker has
@@ -55,12 +56,12 @@ func (v *validator) full() bool { return len(v.details) >= errkind.MaxDetails }
 // past it.
 func (v *validator) value(s *schema, i int) int {
 	if v.full() {
-		return skipValue(v.s, i)
+		return exactjson.SkipValue(v.s, i)
 	}
 	c := v.s[i]
 	switch s.kind {
 	case kindRaw, kindCustom:
-		return skipValue(v.s, i)
+		return exactjson.SkipValue(v.s, i)
 	case kindInterface:
 		return v.anyValue(i)
 	case kindPointer:
@@ -70,13 +71,13 @@ func (v *validator) value(s *schema, i int) int {
 		return v.value(s.elem, i)
 	case kindString, kindText:
 		if c == '"' {
-			return stringEnd(v.s, i)
+			return exactjson.StringEnd(v.s, i)
 		}
 	case kindBytes:
 		if c == '"' {
-			end := stringEnd(v.s, i)
+			end := exactjson.StringEnd(v.s, i)
 			// encoding/json decodes with StdEncoding, which skips \r and \n.
-			if _, err := base64.StdEncoding.DecodeString(unquote(v.s[i+1 : end-1])); err != nil {
+			if _, err := base64.StdEncoding.DecodeString(exactjson.Unquote(v.s[i:end], exactjson.ReplaceSurrogates)); err != nil {
 				v.report(errkind.DetailInvalidFormat)
 			}
 			return end
@@ -90,12 +91,12 @@ func (v *validator) value(s *schema, i int) int {
 		}
 	case kindNumber:
 		if c == '-' || ('0' <= c && c <= '9') {
-			end, _ := scanNumber(v.s, i)
+			end, _ := exactjson.ScanNumber(v.s, i)
 			return end
 		}
 	case kindInt, kindUint, kindFloat:
 		if c == '-' || ('0' <= c && c <= '9') {
-			end, _ := scanNumber(v.s, i)
+			end, _ := exactjson.ScanNumber(v.s, i)
 			if !numberFits(s, v.s[i:end]) {
 				v.report(errkind.DetailInvalidType)
 			}
@@ -115,7 +116,7 @@ func (v *validator) value(s *schema, i int) int {
 		}
 	}
 	v.report(errkind.DetailInvalidType)
-	return skipValue(v.s, i)
+	return exactjson.SkipValue(v.s, i)
 }
 
 // numberFits reports whether encoding/json decodes the literal lit into a
@@ -148,7 +149,7 @@ func (v *validator) object(s *schema, i int) int {
 		n, ok := s.index[key]
 		if !ok {
 			v.report(errkind.DetailUnknownField)
-			return skipValue(v.s, i)
+			return exactjson.SkipValue(v.s, i)
 		}
 		if large != nil {
 			large[n] = true
@@ -180,28 +181,28 @@ func (v *validator) mapValue(s *schema, i int) int {
 // index of its value and the key pushed on the path. member returns the
 // index past the value. members returns the index past the object.
 func (v *validator) members(i int, member func(key string, i int) int) int {
-	i = skipWS(v.s, i+1)
+	i = exactjson.SkipSpace(v.s, i+1)
 	if v.s[i] == '}' {
 		return i + 1
 	}
 	for {
-		end := stringEnd(v.s, i)
-		key := unquote(v.s[i+1 : end-1])
-		i = skipWS(v.s, skipWS(v.s, end)+1) // past ':'
+		end := exactjson.StringEnd(v.s, i)
+		key := exactjson.Unquote(v.s[i:end], exactjson.ReplaceSurrogates)
+		i = exactjson.SkipSpace(v.s, exactjson.SkipSpace(v.s, end)+1) // past ':'
 		v.path = append(v.path, segment{key: key, index: -1})
 		i = member(key, i)
 		v.path = v.path[:len(v.path)-1]
-		i = skipWS(v.s, i)
+		i = exactjson.SkipSpace(v.s, i)
 		if v.s[i] == '}' {
 			return i + 1
 		}
-		i = skipWS(v.s, i+1) // past ','
+		i = exactjson.SkipSpace(v.s, i+1) // past ','
 	}
 }
 
 // array validates each element against elem.
 func (v *validator) array(elem *schema, i int) int {
-	i = skipWS(v.s, i+1)
+	i = exactjson.SkipSpace(v.s, i+1)
 	if v.s[i] == ']' {
 		return i + 1
 	}
@@ -209,11 +210,11 @@ func (v *validator) array(elem *schema, i int) int {
 		v.path = append(v.path, segment{index: n})
 		i = v.value(elem, i)
 		v.path = v.path[:len(v.path)-1]
-		i = skipWS(v.s, i)
+		i = exactjson.SkipSpace(v.s, i)
 		if v.s[i] == ']' {
 			return i + 1
 		}
-		i = skipWS(v.s, i+1)
+		i = exactjson.SkipSpace(v.s, i+1)
 	}
 }
 
@@ -236,46 +237,5 @@ func (v *validator) anyValue(i int) int {
 	case c == '-' || ('0' <= c && c <= '9'):
 		return v.value(float64Schema, i)
 	}
-	return skipValue(v.s, i)
-}
-
-// stringEnd returns the index past the string at s[i], which the checker
-// has accepted.
-func stringEnd(s string, i int) int {
-	for i++; ; i++ {
-		switch s[i] {
-		case '"':
-			return i + 1
-		case '\\':
-			i++
-		}
-	}
-}
-
-// skipValue returns the index past the value at s[i], which the checker
-// has accepted. It is iterative: unknown values may nest arbitrarily.
-func skipValue(s string, i int) int {
-	depth := 0
-	for {
-		switch s[i] {
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			depth--
-			i++
-		case '"':
-			i = stringEnd(s, i)
-		case ',', ':', ' ', '\t', '\n', '\r':
-			i++
-			continue
-		default: // number or literal
-			for i < len(s) && strings.IndexByte("0123456789+-.eEtruefalsn", s[i]) >= 0 {
-				i++
-			}
-		}
-		if depth == 0 {
-			return i
-		}
-	}
+	return exactjson.SkipValue(v.s, i)
 }

@@ -1,0 +1,24 @@
+// Package digest owns the text form of OCC's SHA-256 digests and 256-bit
+// tokens: exactly 64 lowercase hexadecimal digits. The workspace defaults
+// identity, file hashes and ETags, and the local driver's gateway tokens
+// all use it, and every check of that form is Valid. It has no failure
+// modes: Valid only answers yes or no.
+package digest
+
+// Len is the length of a digest's text: 32 bytes as two hex digits each.
+const Len = 64
+
+// Valid reports whether s matches /^[0-9a-f]{64}$/. Uppercase digits are
+// refused; a reader that accepts them (a peer's protocol, say) lowercases
+// first.
+func Valid(s string) bool {
+	if len(s) != Len {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
