@@ -4,6 +4,8 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/openclaw/occ/internal/digest"
+	"github.com/openclaw/occ/internal/exactjson"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -71,16 +73,17 @@ func ParsePayload(r io.Reader) (Setup, error) {
 	if err != nil {
 		return Setup{}, newFailure(stepPayload, "invalid-json", nil)
 	}
-	if v.kind != jsonObject {
+	if v.Kind != exactjson.Object {
 		return Setup{}, newFailure(stepPayload, "not-an-object", nil)
 	}
 	var s Setup
 	var seen [6]bool
-	var filesValue *jsonValue
-	for i := range v.members {
-		m := &v.members[i]
+	var filesValue *exactjson.Value
+	for i := range v.Members {
+		m := &v.Members[i]
+		key := jsString(m.Key)
 		slot := -1
-		switch m.key {
+		switch key {
 		case "id":
 			slot = 0
 		case "namespaceId":
@@ -102,31 +105,31 @@ func ParsePayload(r io.Reader) (Setup, error) {
 		seen[slot] = true
 		switch slot {
 		case 0, 1, 2, 3:
-			if m.value.kind != jsonString || m.value.lone {
-				return Setup{}, newFailure(stepPayload, "invalid-"+m.key, nil)
+			if m.Value.Kind != exactjson.String || isLone(m.Value) {
+				return Setup{}, newFailure(stepPayload, "invalid-"+key, nil)
 			}
-			switch slot {
+			switch value := jsString(m.Value); slot {
 			case 0:
-				s.ID = m.value.s
+				s.ID = value
 			case 1:
-				s.NamespaceID = m.value.s
+				s.NamespaceID = value
 			case 2:
-				s.AgentID = m.value.s
+				s.AgentID = value
 			case 3:
 				// An explicit "" is present and malformed; the struct
 				// cannot tell it from absent, so check it here.
-				if !isDigestHex(m.value.s) {
+				if !digest.Valid(value) {
 					return Setup{}, newFailure(stepPayload, "invalid-defaultsId", nil)
 				}
-				s.DefaultsID = m.value.s
+				s.DefaultsID = value
 			}
 		case 4:
-			filesValue = &m.value
+			filesValue = &m.Value
 		case 5:
-			if m.value.kind != jsonBool {
+			if m.Value.Kind != exactjson.Bool {
 				return Setup{}, newFailure(stepPayload, "invalid-completed", nil)
 			}
-			s.Completed = m.value.b
+			s.Completed = m.Value.True()
 		}
 	}
 	if !seen[0] || !seen[1] || !seen[2] || !seen[5] {
@@ -136,21 +139,22 @@ func ParsePayload(r io.Reader) (Setup, error) {
 		if s.Completed {
 			return Setup{}, newFailure(stepPayload, "files-with-completed", nil)
 		}
-		if filesValue.kind != jsonObject {
+		if filesValue.Kind != exactjson.Object {
 			return Setup{}, newFailure(stepPayload, "invalid-files", nil)
 		}
-		s.Files = make(map[string]string, len(filesValue.members))
-		for _, m := range filesValue.members {
-			if !workspace.ValidName(m.key) {
+		s.Files = make(map[string]string, len(filesValue.Members))
+		for _, m := range filesValue.Members {
+			name := jsString(m.Key)
+			if !workspace.ValidName(name) {
 				return Setup{}, newFailure(stepPayload, "unknown-file", nil)
 			}
-			if _, dup := s.Files[m.key]; dup {
+			if _, dup := s.Files[name]; dup {
 				return Setup{}, newFailure(stepPayload, "duplicate-file", nil)
 			}
-			if m.value.kind != jsonString {
+			if m.Value.Kind != exactjson.String {
 				return Setup{}, newFailure(stepPayload, "invalid-file-content", nil)
 			}
-			s.Files[m.key] = m.value.s
+			s.Files[name] = jsString(m.Value)
 		}
 	}
 	if err := validateSetup(s); err != nil {
@@ -168,7 +172,7 @@ func validateSetup(s Setup) error {
 			return newFailure(stepPayload, "invalid-identity", nil)
 		}
 	}
-	if s.DefaultsID != "" && !isDigestHex(s.DefaultsID) {
+	if s.DefaultsID != "" && !digest.Valid(s.DefaultsID) {
 		return newFailure(stepPayload, "invalid-defaultsId", nil)
 	}
 	if s.Completed {
@@ -207,19 +211,6 @@ func validIDString(s string) bool {
 			units++
 		}
 		if units > maxIDUnits {
-			return false
-		}
-	}
-	return true
-}
-
-// isDigestHex matches /^[a-f0-9]{64}$/.
-func isDigestHex(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return false
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openclaw/occ/internal/exactjson"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -329,7 +330,7 @@ func (r *run) logResult(err error) {
 // values may not.
 func markerMatches(marker []byte, id workspace.Identity) bool {
 	v, err := decodeJSON(marker)
-	if err != nil || v.kind != jsonObject {
+	if err != nil || v.Kind != exactjson.Object {
 		return false
 	}
 	// An identity holds only string values. Any other value stands in as
@@ -338,16 +339,16 @@ func markerMatches(marker []byte, id workspace.Identity) bool {
 	// replace it, as in JavaScript. An unpaired surrogate serializes as an
 	// escape no well-formed identity string produces.
 	notString := []any{}
-	obj := make(workspace.Object, 0, len(v.members))
-	for _, m := range v.members {
-		if m.keyLone {
+	obj := make(workspace.Object, 0, len(v.Members))
+	for _, m := range v.Members {
+		if isLone(m.Key) {
 			return false
 		}
 		var value any = notString
-		if m.value.kind == jsonString && !m.value.lone {
-			value = m.value.s
+		if m.Value.Kind == exactjson.String && !isLone(m.Value) {
+			value = jsString(m.Value)
 		}
-		obj = append(obj, workspace.Member{Key: m.key, Value: value})
+		obj = append(obj, workspace.Member{Key: jsString(m.Key), Value: value})
 	}
 	got, err := workspace.StringifyJS(obj)
 	return err == nil && bytes.Equal(got, id.MarshalMarker())

@@ -5,9 +5,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/exactjson"
 )
 
 // Request fields, as JSON pointers, that the errors below point at.
@@ -81,48 +82,52 @@ func NormalizeInitialFiles(raw map[string]string, present bool) (map[string]stri
 // give the same bytes.
 func NormalizeInitialFilesJSON(raw json.RawMessage) (map[string]string, error) {
 	s := string(raw)
-	i := skipWS(s, 0)
-	if i == len(s) {
+	if exactjson.SkipSpace(s, 0) == len(s) {
 		return nil, nil
 	}
+	// json.Valid decides what is JSON, as it always has (its nesting
+	// limit included); Parse, given the same limit, then cannot fail.
 	if !json.Valid(raw) {
 		return nil, invalidFiles(errkind.Detail{Path: initialFilesPath, Code: errkind.DetailInvalidValue})
 	}
-	if s[i] != '{' {
+	v, err := exactjson.Parse(s, jsonValidDepth)
+	if err != nil {
+		return nil, invalidFiles(errkind.Detail{Path: initialFilesPath, Code: errkind.DetailInvalidValue})
+	}
+	if v.Kind != exactjson.Object {
 		return nil, invalidFiles(errkind.Detail{Path: initialFilesPath, Code: errkind.DetailInvalidType})
 	}
-	// From here on s is known to be one valid JSON object, so the scanning
-	// helpers need not handle syntax errors.
 	var c collector
 	seen := make(map[string]bool, len(Names))
-	i = skipWS(s, i+1)
-	for s[i] != '}' {
-		end := stringEnd(s, i)
-		key := decodeKey(s[i:end])
-		i = skipWS(s, end)
-		i = skipWS(s, i+1) // past ':'
-		start := i
-		i = skipValue(s, i)
-		value := s[start:i]
+	for _, m := range v.Members {
+		// A key is decoded as encoding/json decodes it, so that a
+		// detail's path names an odd key (one with an unpaired surrogate,
+		// say) the way httpx would. Names are plain ASCII, so comparing
+		// them is unaffected.
+		key := m.Key.Str(exactjson.ReplaceInvalid)
 		switch {
 		case !ValidName(key):
 			c.add(key, errkind.DetailUnknownField)
 		case seen[key]:
 			c.add(key, errkind.DetailInvalidValue)
-		case value[0] != '"':
+		case m.Value.Kind != exactjson.String:
 			seen[key] = true
 			c.add(key, errkind.DetailInvalidType)
 		default:
 			seen[key] = true
-			c.member(key, unquote(value))
-		}
-		i = skipWS(s, i)
-		if s[i] == ',' {
-			i = skipWS(s, i+1)
+			// JavaScript mode keeps the bytes the reference would count
+			// and refuse: invalid UTF-8 stays, an unpaired surrogate is
+			// its 3-byte form, so CheckContent refuses both and counts
+			// them as Buffer.byteLength does.
+			c.member(key, m.Value.Str(exactjson.JavaScript))
 		}
 	}
 	return c.result()
 }
+
+// jsonValidDepth is the nesting json.Valid accepts (encoding/json's
+// limit of 10000 containers), so Parse accepts all it does.
+const jsonValidDepth = 10000
 
 // collector gathers valid files and the details of invalid ones.
 type collector struct {
@@ -177,7 +182,7 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 // sent: exactly 64 lowercase hexadecimal characters. An absent field is the
 // caller's business; an empty string is refused.
 func ValidateDefaultsID(s string) error {
-	if !isDigestHex(s) {
+	if !digest.Valid(s) {
 		return errkind.InvalidDetails("Workspace defaults identity must be 64 lowercase hexadecimal characters.",
 			errkind.Detail{Path: defaultsIDPath, Code: errkind.DetailInvalidFormat})
 	}
@@ -197,149 +202,4 @@ func CheckDefaultsID(s string) error {
 			"Workspace defaults changed. Reload the create form before submitting.")
 	}
 	return nil
-}
-
-func isDigestHex(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// The helpers below scan text that json.Valid accepted.
-
-func skipWS(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string literal at s[i].
-func stringEnd(s string, i int) int {
-	for i++; ; i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-}
-
-// skipValue returns the index just past the value at s[i].
-func skipValue(s string, i int) int {
-	switch s[i] {
-	case '"':
-		return stringEnd(s, i)
-	case '{', '[':
-		depth := 0
-		for {
-			switch s[i] {
-			case '"':
-				i = stringEnd(s, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-	default: // number, true, false, null
-		for i < len(s) && !strings.ContainsRune(",}] \t\n\r", rune(s[i])) {
-			i++
-		}
-		return i
-	}
-}
-
-// decodeKey decodes an object key as encoding/json does, so that a
-// detail's path names an odd key (one with an unpaired surrogate, say) the
-// way httpx would. Names are plain ASCII, so comparing them is unaffected.
-func decodeKey(lit string) string {
-	var key string
-	if err := json.Unmarshal([]byte(lit), &key); err != nil {
-		return unquote(lit) // unreachable: lit is a valid string literal
-	}
-	return key
-}
-
-// unquote decodes a valid JSON string literal, quotes included, without
-// the repairs encoding/json makes: raw bytes are copied as they are, even
-// when they are not UTF-8, and a \u escape of an unpaired surrogate is
-// written as its 3-byte generalized UTF-8 form (ED A0 80–ED BF BF). Both
-// are invalid UTF-8, so CheckContent refuses them, and the length is the
-// one Node's Buffer.byteLength reports (3 bytes, as for U+FFFD).
-func unquote(lit string) string {
-	body := lit[1 : len(lit)-1]
-	if strings.IndexByte(body, '\\') < 0 {
-		return body
-	}
-	b := make([]byte, 0, len(body))
-	for i := 0; i < len(body); {
-		c := body[i]
-		if c != '\\' {
-			b = append(b, c)
-			i++
-			continue
-		}
-		e := body[i+1]
-		i += 2
-		switch e {
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			u := hex4(body[i:])
-			i += 4
-			if u >= 0xD800 && u < 0xDC00 && i+6 <= len(body) && body[i] == '\\' && body[i+1] == 'u' {
-				if lo := hex4(body[i+2:]); lo >= 0xDC00 && lo < 0xE000 {
-					b = utf8.AppendRune(b, 0x10000+(u-0xD800)<<10+(lo-0xDC00))
-					i += 6
-					continue
-				}
-			}
-			if u >= 0xD800 && u < 0xE000 {
-				b = append(b, 0xE0|byte(u>>12), 0x80|byte(u>>6)&0x3F, 0x80|byte(u)&0x3F)
-			} else {
-				b = utf8.AppendRune(b, u)
-			}
-		default: // '"', '\\', '/'
-			b = append(b, e)
-		}
-	}
-	return string(b)
-}
-
-func hex4(s string) rune {
-	var r rune
-	for i := 0; i < 4; i++ {
-		c := s[i]
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
