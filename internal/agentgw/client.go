@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/openclaw/occ/internal/buildinfo"
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -135,7 +136,7 @@ func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {
 		if err := workspace.CheckContent(o.content); err != nil {
 			return File{}, unavailable("invalid_content", err) // *ContentError never holds the text
 		}
-		if o.expectedHash != "" && !isHex64(o.expectedHash) {
+		if o.expectedHash != "" && !digest.Valid(strings.ToLower(o.expectedHash)) {
 			return File{}, unavailable("invalid_expected_hash", errors.New("expected hash must be 64 hex digits"))
 		}
 	}
@@ -389,7 +390,7 @@ func parseGet(payload json.RawMessage, name string) (File, error) {
 	}
 	sum := sha256.Sum256([]byte(content))
 	hash := hex.EncodeToString(sum[:])
-	if isHex64(p.File.Hash) && strings.ToLower(p.File.Hash) != hash {
+	if native := strings.ToLower(p.File.Hash); digest.Valid(native) && native != hash {
 		return File{}, errors.New("native hash does not match the content")
 	}
 	return File{Name: name, Content: content, Hash: hash, Size: int64(len(content))}, nil
@@ -439,7 +440,7 @@ func setError(w *wireError) error {
 		return unavailable("answered_error", ge)
 	}
 	cur := w.Details.CurrentHash
-	if cur != "" && !isHex64(cur) {
+	if cur != "" && !digest.Valid(strings.ToLower(cur)) {
 		// Still not applied, but a conflict without a usable current hash
 		// would mislead a caller into "the file is missing".
 		return unavailable("answered_error", ge)
@@ -472,7 +473,7 @@ func parseSet(payload json.RawMessage, o operation) (File, error) {
 	if p.File.Content != nil && *p.File.Content != o.content {
 		return File{}, errors.New("set answer echoes other content")
 	}
-	if isHex64(p.File.Hash) && strings.ToLower(p.File.Hash) != hash {
+	if native := strings.ToLower(p.File.Hash); digest.Valid(native) && native != hash {
 		return File{}, errors.New("set answer hash does not match the content sent")
 	}
 	return File{Name: o.name, Content: o.content, Hash: hash, Size: int64(len(o.content))}, nil

@@ -2,10 +2,10 @@ package api
 
 import (
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/openclaw/occ/apitypes"
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/ids"
@@ -14,8 +14,6 @@ import (
 // PutFileLimit is the workspace file PUT body limit: a 16 KiB document can
 // grow with JSON escaping.
 const PutFileLimit = 48 << 10
-
-var etagRE = regexp.MustCompile(`^"[0-9a-f]{64}"$`)
 
 func etag(hash string) string { return `"` + hash + `"` }
 
@@ -69,9 +67,11 @@ func ifMatch(r *http.Request) (string, error) {
 		return "", nil
 	}
 	v := strings.ToLower(strings.TrimSpace(vals[0]))
-	if len(vals) != 1 || !etagRE.MatchString(v) {
+	hash, opened := strings.CutPrefix(v, `"`)
+	hash, closed := strings.CutSuffix(hash, `"`)
+	if len(vals) != 1 || !opened || !closed || !digest.Valid(hash) {
 		return "", errkind.InvalidDetails(`If-Match must be one strong ETag: "<sha256 hex>" as returned by GET.`,
 			errkind.Detail{Path: "/header/If-Match", Code: errkind.DetailInvalidFormat})
 	}
-	return strings.Trim(v, `"`), nil
+	return hash, nil
 }

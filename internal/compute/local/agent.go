@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/setuprunner"
 )
 
@@ -215,7 +216,7 @@ func (a *agent) readToken() (string, error) {
 		return "", err
 	}
 	tok := string(b)
-	if len(tok) != 64 || strings.Trim(tok, "0123456789abcdef") != "" {
+	if !digest.Valid(tok) {
 		return "", fmt.Errorf("local: token file %s is malformed", p)
 	}
 	return tok, nil
