@@ -135,7 +135,11 @@ func (g *Gateway) LogTail(n int) string {
 func StartGateway(t testing.TB, opts GatewayOptions) *Gateway {
 	t.Helper()
 	rt := requireRuntime(t)
-	g, err := start(rt, t.TempDir(), opts)
+	dir, err := testDir(t)
+	if err != nil {
+		t.Fatalf("gwtest: %v", err)
+	}
+	g, err := start(rt, dir, opts)
 	if err != nil {
 		t.Fatalf("gwtest: %v", err)
 	}
@@ -148,6 +152,26 @@ func StartGateway(t testing.TB, opts GatewayOptions) *Gateway {
 		}
 	})
 	return g
+}
+
+// guardedRoot is this process's GuardedDir for gateway directories.
+var guardedRoot = sync.OnceValues(func() (string, error) { return GuardedDir("occ-gwtest-") })
+
+// testDir makes a directory for one test's gateway under the guarded
+// root, removed when the test ends (the gateway is stopped first: cleanups
+// run last-registered first).
+func testDir(t testing.TB) (string, error) {
+	r, err := guardedRoot()
+	if err != nil {
+		return "", err
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	dir, err := os.MkdirTemp(r, name[:min(len(name), 40)]+"-")
+	if err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir, nil
 }
 
 // shared gateways, one per mode, for the lifetime of a test process.
@@ -197,7 +221,10 @@ func Shared(t testing.TB, mode Mode) *Gateway {
 			e.err, e.noRuntime = err, true
 			return
 		}
-		e.dir, e.err = os.MkdirTemp("", "gwtest-"+string(mode)+"-")
+		e.dir, e.err = guardedRoot()
+		if e.err == nil {
+			e.dir, e.err = os.MkdirTemp(e.dir, "shared-"+string(mode)+"-")
+		}
 		if e.err != nil {
 			return
 		}
