@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -12,7 +13,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
+
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // The guard: a watchdog process that outlives the test binary just long
@@ -224,4 +228,132 @@ func procState(pid int) (state byte, pgrp int, err error) {
 	}
 	pgrp, err = strconv.Atoi(f[2])
 	return f[0][0], pgrp, err
+}
+
+// RunKilledChild runs this test binary again as a child, with env added to
+// the environment and -test.run=^$ (so only its TestMain runs, which must
+// recognize env), waits up to startMax for the child to report with
+// ReportChild the guarded directory it started processes in and their
+// pids, then kills the child with SIGKILL, as go test does to a binary
+// that overruns its timeout, and returns what it reported. Whatever
+// happens, those processes are killed when the test ends, so a failing
+// guard leaks nothing.
+func RunKilledChild(t *testing.T, env []string, startMax time.Duration) (dir string, pids []int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	// A file, not a buffer: the child's stderr is read only on failure,
+	// after the child is gone or while it may still write.
+	stderr, err := os.Create(t.TempDir() + "/child.stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if dir != "" {
+			Sweep([]string{dir})
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	timeout := time.After(startMax)
+	for ready := false; !ready; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("child ended before it was ready; stderr:\n%s", tail(stderr.Name()))
+			}
+			switch f := strings.Fields(l); {
+			case len(f) == 2 && f[0] == childDir:
+				dir = f[1]
+			case len(f) == 2 && f[0] == childPID:
+				pid, err := strconv.Atoi(f[1])
+				if err != nil {
+					t.Fatalf("child printed %q", l)
+				}
+				pids = append(pids, pid)
+			case l == childReady:
+				ready = true
+			}
+		case <-timeout:
+			t.Fatalf("child not ready within %v; stderr:\n%s", startMax, tail(stderr.Name()))
+		}
+	}
+	if dir == "" || len(pids) == 0 {
+		t.Fatalf("the child reported dir %q and pids %v, want a directory and at least one pid", dir, pids)
+	}
+	for _, pid := range pids {
+		if !ProcessAlive(pid) {
+			t.Fatalf("pid %d is not running before the kill", pid)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	return dir, pids
+}
+
+// The lines of ReportChild.
+const (
+	childDir   = "gwtest-child-dir"
+	childPID   = "gwtest-child-pid"
+	childReady = "gwtest-child-ready"
+)
+
+// ReportChild is what a child of RunKilledChild prints on standard output
+// once its processes run in dir; the child then waits to be killed.
+func ReportChild(dir string, pids ...int) {
+	fmt.Printf("%s %s\n", childDir, dir)
+	for _, pid := range pids {
+		fmt.Printf("%s %d\n", childPID, pid)
+	}
+	fmt.Println(childReady)
+}
+
+// CheckSwept fails t unless, shortly after a RunKilledChild, no process
+// runs under dir, none of pids is alive, and dir is gone: what the guard
+// promises.
+func CheckSwept(t *testing.T, dir string, pids []int) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		return len(ProcessesUnder([]string{dir})) == 0
+	}, "every process under %s to be gone after the child was killed", dir)
+	for _, pid := range pids {
+		if ProcessAlive(pid) {
+			t.Errorf("pid %d outlived the killed test binary", pid)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		_, err := os.Stat(dir)
+		return errors.Is(err, fs.ErrNotExist)
+	}, "the guard to remove %s", dir)
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	return lastLines(string(b), 30)
 }
