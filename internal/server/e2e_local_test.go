@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
+	"github.com/openclaw/occ/internal/testutil"
 	"github.com/openclaw/occ/internal/worker"
 	"github.com/openclaw/occ/internal/workspace"
 )
@@ -42,7 +44,10 @@ func newLocalEnv(t testing.TB) *localEnv {
 		t.Skipf("no OpenClaw runtime: %v", err)
 	}
 	st := testdb.SQLite(t)
-	dataDir := t.TempDir()
+	// The driver's gateways outlive the driver by design; a guarded
+	// directory makes sure they die with this binary even when it is
+	// killed or times out before the cleanups run.
+	dataDir := guardedDataDir(t)
 	d, err := local.New(local.Options{DataDir: dataDir, Runtime: local.Runtime{Node: rt.Node, OpenClaw: rt.OpenClaw}})
 	if err != nil {
 		t.Fatal(err)
@@ -75,17 +80,29 @@ func newLocalEnv(t testing.TB) *localEnv {
 	return le
 }
 
-// waitFor polls cond every 200 ms until it holds or d passes.
+// waitFor waits until cond holds, at most d.
 func (le *localEnv) waitFor(d time.Duration, cond func() bool) {
 	le.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			le.t.Fatalf("condition not reached within %v", d)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Eventually(le.t, d, cond, "the local deployment's condition")
 }
+
+// guardedDataDir is a DataDir under this process's gwtest.GuardedDir,
+// removed when the test ends.
+func guardedDataDir(t testing.TB) string {
+	t.Helper()
+	root, err := guardedRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(root, "local-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+var guardedRoot = sync.OnceValues(func() (string, error) { return gwtest.GuardedDir("occ-server-test-") })
 
 func (le *localEnv) agentDir(agentID string) string {
 	sum := sha256.Sum256([]byte(agentID))

@@ -13,6 +13,7 @@ import (
 	"github.com/openclaw/occ/internal/compute/fake"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/testdb"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // fakeGatewayDriver is the fake Compute driver whose Endpoint points at a
@@ -126,13 +127,11 @@ func TestClientDisconnectEndsTheCall(t *testing.T) {
 	defer cancel()
 	go func() {
 		// Cancel once the set frame reached the gateway.
-		for i := 0; i < 200; i++ {
-			if fe.gw.Frames("agents.files.set") > 0 {
-				arrived <- struct{}{}
-				cancel()
-				return
-			}
-			time.Sleep(25 * time.Millisecond)
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer pcancel()
+		if testutil.Poll(pctx, func() (bool, error) { return fe.gw.Frames("agents.files.set") > 0, nil }) == nil {
+			arrived <- struct{}{}
+			cancel()
 		}
 	}()
 	req, _ := http.NewRequestWithContext(ctx, "PUT", srv.URL+fe.base+"SOUL.md", strings.NewReader(`{"content":"abandoned"}`))
@@ -151,12 +150,10 @@ func TestClientDisconnectEndsTheCall(t *testing.T) {
 	}
 	// The server side finishes promptly and records the unknown outcome.
 	var events []fileEvent
-	for i := 0; i < 200; i++ {
-		if events = fe.fileEvents(); len(events) > 0 {
-			break
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		events = fe.fileEvents()
+		return len(events) > 0
+	}, "the abandoned call's audit event")
 	if len(events) != 1 || events[0].ReasonCode != "UNKNOWN_OUTCOME" {
 		t.Fatalf("audit after disconnect = %+v; want one UNKNOWN_OUTCOME", events)
 	}

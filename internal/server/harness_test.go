@@ -8,13 +8,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 const (
@@ -22,22 +22,14 @@ const (
 	testPassword = "correct horse battery staple"
 )
 
-// clock is a settable test clock.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock is a settable test clock, at testutil.Epoch.
+func newClock() *testutil.Clock { return testutil.NewClock(time.Time{}) }
 
 // env is one OCC server over a real store with a bootstrapped administrator.
 type env struct {
 	t     testing.TB
 	srv   *server.Server
-	clock *clock
+	clock *testutil.Clock
 	admin cred
 	store store.Store
 	// transcript holds every response body and header, for leak searches.

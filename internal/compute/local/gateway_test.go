@@ -18,6 +18,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // These tests run the real OpenClaw gateway (see testRuntime). Each takes
@@ -242,10 +243,10 @@ func TestRestartAfterCrash(t *testing.T) {
 	crashed := time.Now()
 	mustDo(t, "kill -9", syscall.Kill(pid1, syscall.SIGKILL))
 	// The worker would see "not ready" and poll; so do we.
-	waitFor(t, "the crash to be noticed", 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		res, err := td.PrepareRevision(ctxT(t, 10*time.Second), rev, compute.RevisionContext{})
 		return err == nil && !res.Ready
-	})
+	}, "the crash to be noticed")
 	took := waitReady(t, td, rev, compute.RevisionContext{}, startTimeout)
 	pid2, _, ok := runningPID(td.dir, ta.agent.ID)
 	if !ok || pid2 == pid1 {
@@ -305,21 +306,21 @@ func TestRecoverReattach(t *testing.T) {
 
 	// The adopted gateway is not our child: a crash is noticed by polling.
 	mustDo(t, "kill -9", syscall.Kill(pid1, syscall.SIGKILL))
-	waitFor(t, "a new gateway", startTimeout, func() bool {
+	testutil.Eventually(t, startTimeout, func() bool {
 		p, _, ok := runningPID(dataDir, ta.agent.ID)
 		return ok && p != pid1
-	})
+	}, "a new gateway")
 	waitReady(t, d2, rev, compute.RevisionContext{}, startTimeout)
 	pid2, _, _ := runningPID(dataDir, ta.agent.ID)
 
 	// Down while occ is down: the serving revision is started again.
 	d2.Close()
 	mustDo(t, "kill -9", syscall.Kill(pid2, syscall.SIGKILL))
-	waitFor(t, "the gateway to die", 10*time.Second, func() bool { return !procAlive(pid2, 0) })
+	testutil.Eventually(t, 10*time.Second, func() bool { return !procAlive(pid2, 0) }, "the gateway to die")
 	d3 := newTestDriver(t, rt, dataDir, nil)
 	mustDo(t, "Recover", d3.Recover(ctxT(t, time.Minute)))
 	mustDo(t, "Recover again", d3.Recover(ctxT(t, time.Minute)))
-	waitFor(t, "the serving revision to start again", startTimeout, func() bool { return isServing(dataDir, rev) })
+	testutil.Eventually(t, startTimeout, func() bool { return isServing(dataDir, rev) }, "the serving revision to start again")
 	waitReady(t, d3, rev, compute.RevisionContext{}, startTimeout)
 	pid3, _, _ := runningPID(dataDir, ta.agent.ID)
 	if pid3 == pid2 || pid3 == pid1 {
@@ -459,7 +460,7 @@ func TestFailedDeploymentFallsBack(t *testing.T) {
 	if code := waitPermanent(t, td, bad, compute.RevisionContext{}, startTimeout); code != compute.CodeConfigurationInvalid {
 		t.Fatalf("code %s, want %s", code, compute.CodeConfigurationInvalid)
 	}
-	waitFor(t, "the serving revision to run again", startTimeout, func() bool { return isServing(td.dir, good) })
+	testutil.Eventually(t, startTimeout, func() bool { return isServing(td.dir, good) }, "the serving revision to run again")
 	waitReady(t, td, good, compute.RevisionContext{}, startTimeout)
 	checkNoDuplicate(t, agentDirOf(td.dir, ta.agent.ID))
 }
@@ -491,7 +492,7 @@ func TestVerifierBlocksStart(t *testing.T) {
 	mustDo(t, "kill -9", syscall.Kill(pid, syscall.SIGKILL))
 	// SIGKILL is asynchronous: until the process is gone it may still be
 	// (rightly) reported ready.
-	waitFor(t, "the gateway to die", 10*time.Second, func() bool { return !procAlive(pid, 0) })
+	testutil.Eventually(t, 10*time.Second, func() bool { return !procAlive(pid, 0) }, "the gateway to die")
 	if code := waitPermanent(t, td, rev1, compute.RevisionContext{WorkspaceSetup: completed(setup)}, time.Minute); code != compute.CodeWorkspaceSetupFailed {
 		t.Errorf("restart after the marker vanished: %s, want %s", code, compute.CodeWorkspaceSetupFailed)
 	}

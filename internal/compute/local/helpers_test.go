@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // One gateway takes about 1 GB and 10 s of CPU to start: the tests of
@@ -47,10 +49,18 @@ var testRoot string
 
 func TestMain(m *testing.M) {
 	var err error
-	testRoot, err = os.MkdirTemp("", "occ-local-test-")
+	// A guarded directory: if this binary dies without its cleanups (go
+	// test -timeout, a crash), the guard kills every gateway the driver
+	// started under it. The driver's gateways are deliberately not tied to
+	// the driver's process (they survive an occ restart), so nothing else
+	// would.
+	testRoot, err = gwtest.GuardedDir("occ-local-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if os.Getenv(envKilledChild) == "1" {
+		os.Exit(killedChild())
 	}
 	stop := startMonitor()
 	code := m.Run()
@@ -415,8 +425,9 @@ func mustDo(t testing.TB, what string, err error) {
 	}
 }
 
+// ctxT is a context of at most d that also ends with the test.
 func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(testutil.Context(t), d)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -451,16 +462,4 @@ func isServing(dataDir string, rev compute.Revision) bool {
 	}
 	_, cfg, ok := runningPID(dataDir, rev.AgentID)
 	return ok && cfg == filepath.Join(dir, "revisions", agentHash(rev.ID), "openclaw.json")
-}
-
-// waitFor polls cond every 100 ms until it holds or timeout passes.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // These tests need no OpenClaw runtime: they stop before a gateway starts,
@@ -301,10 +302,10 @@ func TestGatewayEnvironmentIsBuiltFromScratch(t *testing.T) {
 	_, err := td.PrepareRevision(ctxT(t, 10*time.Second), rev, compute.RevisionContext{})
 	mustDo(t, "PrepareRevision", err)
 	dir := agentDirOf(td.dir, ta.agent.ID)
-	waitFor(t, "the stand-in's environment dump", 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "args.txt"))
 		return len(b) > 0
-	})
+	}, "the stand-in's environment dump")
 	envb, _ := os.ReadFile(filepath.Join(dir, "env.txt"))
 	env := map[string]string{}
 	for _, kv := range strings.Split(strings.TrimSpace(string(envb)), "\n") {
