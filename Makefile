@@ -43,8 +43,8 @@ test-kubernetes:
 	bash scripts/testenv/k8s.sh start
 	eval "$$(bash scripts/testenv/k8s.sh env)"; \
 	pkgs=(); for p in $(KUBE_TEST_PKGS); do if [ -d "$${p%/...}" ]; then pkgs+=("$$p"); fi; done; \
-	echo "go test -count=1 $${pkgs[*]}"; \
-	$(GO) test -count=1 "$${pkgs[@]}"
+	echo "go test -count=1 -p 1 -timeout 30m $${pkgs[*]}"; \
+	$(GO) test -count=1 -p 1 -timeout 30m "$${pkgs[@]}"
 
 ## lint: exactly the static checks CI runs (scripts/lint.sh): gofmt, goimports grouping, go vet, staticcheck
 lint:

@@ -15,7 +15,9 @@
 #      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
 #      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
 #      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");
-#   5. go test -race -count=1 ./..., the Kubernetes packages after the others (see below).
+#   5. compile every test binary, then go test -race -count=1 in steps: the packages without
+#      gateways together, then each package that starts real gateways alone, the Kubernetes
+#      packages last, every one with an explicit -timeout (see below).
 #
 # It leaves PostgreSQL and the Kubernetes environment running for the next run
 # (`scripts/testenv/postgres.sh stop` and `scripts/testenv/k8s.sh stop` stop them).
@@ -160,20 +162,74 @@ case "${OCC_TEST_RACE:-1}" in
 	;;
 esac
 
-# The Kubernetes packages run after the others rather than beside them: their
-# deployments wait on kwok and the scheduler, which starve on 2 cores while
-# other packages start real OpenClaw gateways (about 1 GB and a core each).
-kube_pkgs=$(go list ./internal/compute/kube/... ./internal/testenv/kube/...)
-other_pkgs=$(go list ./... | grep -vxF -f <(printf '%s\n' "$kube_pkgs"))
+# How the tests run (docs/testing.md, "Timeouts and parallelism"). The
+# budget that matters is real gateways: each costs about 1 GB and a core for
+# its 10-90 s start, and two at once is what 2 cores carry. So:
+#   - one compile step builds every test binary (-exec true runs none of
+#     them), so the runs below measure tests, not the compiler, and
+#     -timeout never counts compile time;
+#   - the packages that start real gateways or native OpenClaw processes
+#     run one package at a time, each in its own go test with the timeout it
+#     needs; inside each package at most two gateways run at once (its own
+#     slots or shared gateways);
+#   - the other packages run together, as go test does by default (one per
+#     core), under one timeout;
+#   - the Kubernetes packages run last, one at a time: their deployments
+#     wait on kwok and the scheduler, which starve beside gateway starts.
+# Every package gets an explicit -timeout (Go's default is 10 minutes for a
+# whole binary). A failing package does not stop the others: each step
+# runs, and the script fails at the end naming what failed.
+#
+# Timeouts: about three times the duration measured on the CI machine kind
+# (2 cores, cold npm and gateway caches, nothing else running); see
+# docs/testing.md for the measurements.
+heavy=(
+	"./internal/agentgw 15m"
+	"./internal/agentgw/gwtest 10m"
+	"./internal/compute/local 30m"
+	"./internal/server 30m"
+	"./internal/setuprunner 15m"
+)
+kube=(
+	"./internal/testenv/kube 10m"
+	"./internal/compute/kube 30m"
+)
+light_timeout=10m
 
-step "go test ${race[*]} -count=1 (all but the Kubernetes packages)"
+heavy_pkgs=()
+for e in "${heavy[@]}" "${kube[@]}"; do heavy_pkgs+=("$(go list "${e%% *}")"); done
+light_pkgs=$(go list ./... | grep -vxF -f <(printf '%s\n' "${heavy_pkgs[@]}"))
+
+failed=()
+# run_go_test NAME ARGS...: one go test invocation as a timed step; a
+# failure is recorded, not fatal.
+run_go_test() {
+	local name=$1
+	shift
+	step "go test ${race[*]} -count=1 $name"
+	if ! go test "${race[@]}" -count=1 "$@"; then
+		failed+=("$name")
+	fi
+	done_step
+}
+
+step "compile every test binary (go test ${race[*]} -exec true ./...)"
+if ! out=$(go test "${race[@]}" -count=1 -exec true ./... 2>&1); then
+	printf '%s\n' "$out" >&2
+	exit 1
+fi
+done_step
+
 # shellcheck disable=SC2086 # package lists are whitespace-separated import paths
-go test "${race[@]}" -count=1 $other_pkgs
-done_step
+run_go_test "(packages without gateways, -timeout $light_timeout)" -timeout "$light_timeout" $light_pkgs
+for e in "${heavy[@]}" "${kube[@]}"; do
+	pkg=${e%% *} timeout=${e##* }
+	run_go_test "$pkg (-timeout $timeout)" -timeout "$timeout" "$pkg"
+done
 
-step "go test ${race[*]} -count=1 (the Kubernetes packages)"
-# shellcheck disable=SC2086
-go test "${race[@]}" -count=1 $kube_pkgs
-done_step
-
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "test.sh: FAILED after $((SECONDS / 60))m$((SECONDS % 60))s:" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
 echo "all checks passed in $((SECONDS / 60))m$((SECONDS % 60))s"
