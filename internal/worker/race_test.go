@@ -299,20 +299,11 @@ func newFixture(tb testing.TB, ctx context.Context, st store.Store, wrap func(st
 	if wrap != nil {
 		inner = wrap(st)
 	}
-	srv := server.New(server.Options{Store: inner, PublicOrigin: testOrigin, Driver: d, Worker: wo})
-	pw := filepath.Join(tb.TempDir(), "pw")
-	if err := os.WriteFile(pw, []byte("correct horse battery staple\n"), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	if created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{AdminEmail: adminEmail, PasswordFile: pw}); err != nil || !created {
-		tb.Fatalf("Bootstrap: created=%v err=%v", created, err)
-	}
-	u, err := st.GetUserByEmail(ctx, adminEmail)
-	if err != nil {
-		tb.Fatalf("GetUserByEmail(%s): %v", adminEmail, err)
-	}
-	f := &fixture{srv: srv, st: st,
-		admin: authz.WithSubject(ctx, &authz.Subject{ID: u.ID, Kind: authz.KindUser, Credential: "session"})}
+	// The domain shares the worker's clock (nil: the real one), so work ages
+	// as the worker sees it.
+	srv := server.New(server.Options{Store: inner, PublicOrigin: testOrigin, Driver: d, Now: wo.Now, Worker: wo})
+	f := &fixture{srv: srv, st: st, admin: bootstrapAdmin(tb, ctx, srv, st)}
+	var err error
 	if f.ns, err = srv.Service.CreateNamespace(f.admin, "workers"); err != nil {
 		tb.Fatalf("CreateNamespace: %v", err)
 	}
@@ -338,6 +329,24 @@ func newFixture(tb testing.TB, ctx context.Context, st store.Store, wrap func(st
 		tb.Fatalf("CreateConfiguration: %v", err)
 	}
 	return f
+}
+
+// bootstrapAdmin creates the administrator on srv's store st and returns
+// ctx carrying it as a session user.
+func bootstrapAdmin(tb testing.TB, ctx context.Context, srv *server.Server, st store.Store) context.Context {
+	tb.Helper()
+	pw := filepath.Join(tb.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("correct horse battery staple\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{AdminEmail: adminEmail, PasswordFile: pw}); err != nil || !created {
+		tb.Fatalf("Bootstrap: created=%v err=%v", created, err)
+	}
+	u, err := st.GetUserByEmail(ctx, adminEmail)
+	if err != nil {
+		tb.Fatalf("GetUserByEmail(%s): %v", adminEmail, err)
+	}
+	return authz.WithSubject(ctx, &authz.Subject{ID: u.ID, Kind: authz.KindUser, Credential: "session"})
 }
 
 // agent creates an Agent, with initial workspace files when files is set.

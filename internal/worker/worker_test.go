@@ -1,0 +1,390 @@
+package worker_test
+
+// Table-driven tests of one deployment's outcomes over the fake driver: a
+// settable clock drives the queue (the worker claims an item again only
+// once the clock reaches its retry time), so every retry delay is checked
+// exactly, without sleeping.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/fake"
+	"github.com/openclaw/occ/internal/occ"
+	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testdb"
+	"github.com/openclaw/occ/internal/testutil"
+	"github.com/openclaw/occ/internal/worker"
+)
+
+// errBackend is a retryable driver failure.
+var errBackend = errors.New("backend unavailable")
+
+// pass is what one worker pass over the deployment left in the queue.
+type pass struct {
+	State store.WorkState
+	Code  string        // the reason code (finished) or the last attempt's code (requeued)
+	Retry time.Duration // requeued: how long until the item is available again
+}
+
+func requeued(code string, retry time.Duration) pass {
+	return pass{State: store.WorkQueued, Code: code, Retry: retry}
+}
+
+func TestDeploymentOutcomes(t *testing.T) {
+	permanent := compute.Permanent(compute.CodeConfigurationInvalid, errors.New("the backend refuses this configuration"))
+	tests := []struct {
+		name string
+		// maxAttempts is worker.Options.MaxAttempts (0: the default).
+		maxAttempts int
+		// age advances the clock between the deployment's creation and the
+		// first pass, for the pending curve, which grows with the age.
+		age    time.Duration
+		script func(d *fake.Driver)
+		want   []pass
+		// active: the revision serves on the fake at the end.
+		active bool
+		// files: the Agent has initial workspace files (initialFiles).
+		files bool
+	}{
+		{
+			name:   "ready at once",
+			script: func(*fake.Driver) {},
+			want:   []pass{{State: store.WorkSucceeded}},
+			active: true,
+		},
+		{
+			// The setup is applied by the first prepare, which then
+			// answers pending; the retry delivers it again and the fake
+			// verifies it instead of re-applying.
+			name:   "initial workspace files are applied once across retries",
+			files:  true,
+			script: func(d *fake.Driver) { d.PendingNext(1, "GATEWAY_STARTING") },
+			want: []pass{
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			name:   "permanent failure ends the work at once",
+			script: func(d *fake.Driver) { d.FailNext(fake.PrepareRevision, 1, permanent) },
+			want:   []pass{{State: store.WorkFailedPermanent, Code: compute.CodeConfigurationInvalid}},
+		},
+		{
+			name:   "permanent activation failure",
+			script: func(d *fake.Driver) { d.FailNext(fake.ActivateRevision, 1, permanent) },
+			want:   []pass{{State: store.WorkFailedPermanent, Code: compute.CodeConfigurationInvalid}},
+		},
+		{
+			name:   "retryable failures are retried with backoff, then succeed",
+			script: func(d *fake.Driver) { d.FailNext(fake.PrepareRevision, 2, errBackend) },
+			want: []pass{
+				requeued("PREPARE_FAILED", time.Second),
+				requeued("PREPARE_FAILED", 2*time.Second),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			// The backend activated, but the answer was lost: the retry
+			// activates again (idempotent) and succeeds.
+			name:   "activation applied but its reply lost",
+			script: func(d *fake.Driver) { d.FailNextApplied(fake.ActivateRevision, 1, errBackend) },
+			want: []pass{
+				requeued("ACTIVATION_FAILED", time.Second),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			name:        "the give-up limit",
+			maxAttempts: 3,
+			script:      func(d *fake.Driver) { d.FailNext(fake.PrepareRevision, 10, errBackend) },
+			want: []pass{
+				requeued("PREPARE_FAILED", time.Second),
+				requeued("PREPARE_FAILED", 2*time.Second),
+				{State: store.WorkFailedPermanent, Code: "RETRIES_EXHAUSTED"},
+			},
+		},
+		{
+			name:   "the error backoff doubles from 1 s to a cap of 1 min",
+			script: func(d *fake.Driver) { d.FailNext(fake.PrepareRevision, 8, errBackend) },
+			want: []pass{
+				requeued("PREPARE_FAILED", 1*time.Second),
+				requeued("PREPARE_FAILED", 2*time.Second),
+				requeued("PREPARE_FAILED", 4*time.Second),
+				requeued("PREPARE_FAILED", 8*time.Second),
+				requeued("PREPARE_FAILED", 16*time.Second),
+				requeued("PREPARE_FAILED", 32*time.Second),
+				requeued("PREPARE_FAILED", time.Minute),
+				requeued("PREPARE_FAILED", time.Minute),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			// Pending is rechecked after age/40, at least 500 ms: the
+			// first two passes are young, then each wait adds to the age.
+			name:        "pending readiness is rechecked and does not count towards the limit",
+			maxAttempts: 2,
+			script:      func(d *fake.Driver) { d.PendingNext(3, "GATEWAY_STARTING") },
+			want: []pass{
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			name:   "the pending recheck grows with the work's age, to a cap of 5 s",
+			age:    2 * time.Minute,
+			script: func(d *fake.Driver) { d.PendingNext(3, "GATEWAY_STARTING") },
+			want: []pass{
+				requeued("GATEWAY_STARTING", 3*time.Second),            // 120 s / 40
+				requeued("GATEWAY_STARTING", 3075*time.Millisecond),    // 123 s / 40
+				requeued("GATEWAY_STARTING", 3151875*time.Microsecond), // 126.075 s / 40
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			name:   "the pending recheck is capped at 5 s",
+			age:    time.Hour,
+			script: func(d *fake.Driver) { d.PendingNext(1, "GATEWAY_STARTING") },
+			want: []pass{
+				requeued("GATEWAY_STARTING", 5*time.Second),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
+			name:   "a pending answer without a reason",
+			script: func(d *fake.Driver) { d.PendingNext(1, "") },
+			want: []pass{
+				requeued("REVISION_INCOMPLETE", 500*time.Millisecond),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testutil.Context(t)
+			clock := testutil.NewClock(time.Time{})
+			drv := fake.New(fake.Options{Capabilities: compute.Capabilities{WorkspaceSetup: true}})
+			f := newFixture(t, ctx, testdb.SQLite(t), nil, drv, worker.Options{
+				Now: clock.Now, MaxAttempts: tc.maxAttempts, Logger: quietLogger(),
+			})
+			a := f.agent(t, "agent", tc.files)
+			rev := f.deploy(t, a)
+			clock.Advance(tc.age)
+			tc.script(drv)
+
+			var got []pass
+			for range len(tc.want) + 2 { // a bound, in case the worker never finishes
+				did, err := f.srv.Worker.RunOnce(ctx)
+				if err != nil || !did {
+					t.Fatalf("pass %d: RunOnce = %v, %v; want an item processed", len(got)+1, did, err)
+				}
+				w := work(t, ctx, f, rev)
+				p := pass{State: w.State, Code: w.ReasonCode}
+				if w.State == store.WorkQueued {
+					p.Retry = w.AvailableAt.Sub(clock.Now())
+					if w.LastAttempt != nil {
+						p.Code = w.LastAttempt.Code
+					}
+					clock.Set(w.AvailableAt)
+				}
+				got = append(got, p)
+				if w.State != store.WorkQueued {
+					break
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("passes (-want +got):\n%s", diff)
+			}
+			if active := drv.Active(a.ID) == rev.ID; active != tc.active {
+				t.Errorf("revision serving on the driver: %v, want %v", active, tc.active)
+			}
+			wantRunning := []string(nil)
+			if tc.active {
+				wantRunning = []string{rev.ID}
+			}
+			if diff := cmp.Diff(wantRunning, drv.Running(a.ID)); diff != "" {
+				t.Errorf("running revisions (-want +got):\n%s", diff)
+			}
+			var wantFiles map[string]string
+			if tc.files {
+				wantFiles = map[string]string{"AGENTS.md": "# Agent\n", "SOUL.md": "calm"} // initialFiles
+			}
+			if diff := cmp.Diff(wantFiles, drv.WorkspaceFiles(a.ID)); diff != "" {
+				t.Errorf("workspace files on the driver (-want +got):\n%s", diff)
+			}
+			if m, ok := drv.Marker(a.ID); ok != tc.files || (ok && m.AgentID != a.ID) {
+				t.Errorf("setup marker = %+v, %v; want one for the Agent: %v", m, ok, tc.files)
+			}
+			if v := drv.Violations(); len(v) > 0 {
+				t.Errorf("driver contract violations: %q", v)
+			}
+		})
+	}
+}
+
+// TestLeaseLost: another worker takes the item over while this one is in a
+// driver call (its lease expired as far as the other can tell). The first
+// worker notices at its next renewal, abandons the call, never activates
+// and never overwrites the new owner's claim; the new owner completes the
+// deployment.
+func TestLeaseLost(t *testing.T) {
+	const lease = 300 * time.Millisecond // renewed every 100 ms of real time
+	for _, method := range []string{fake.PrepareRevision, fake.ActivateRevision} {
+		t.Run("during "+method, func(t *testing.T) {
+			ctx := testutil.Context(t)
+			clock := testutil.NewClock(time.Time{})
+			drv := fake.New(fake.Options{})
+			st := testdb.SQLite(t)
+			f := newFixture(t, ctx, st, nil, drv, worker.Options{Now: clock.Now, Lease: lease, Logger: quietLogger()})
+			a := f.agent(t, "agent", false)
+			rev := f.deploy(t, a)
+
+			// The call waits until its context ends: only the lease loss
+			// can end it.
+			drv.SetDelay(method, 10*time.Minute)
+			entered := make(chan struct{}, 1)
+			drv.OnCall(func(c fake.Call) {
+				if c.Method == method {
+					select {
+					case entered <- struct{}{}:
+					default:
+					}
+				}
+			})
+			first := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, err := f.srv.Worker.RunOnce(ctx)
+				first <- err
+			}()
+			select {
+			case <-entered:
+			case <-ctx.Done():
+				t.Fatalf("the first worker never called %s", method)
+			}
+
+			// The takeover: a claim by a worker whose clock is past the
+			// lease.
+			w, ok, err := st.ClaimWork(ctx, store.Claim{Token: "takeover", Now: clock.Now().Add(time.Minute), Lease: time.Minute})
+			if err != nil || !ok || w.RevisionID != rev.ID {
+				t.Fatalf("takeover ClaimWork = %+v, %v, %v; want the deployment", w, ok, err)
+			}
+			select {
+			case err := <-first:
+				if err != nil {
+					t.Fatalf("first worker's RunOnce: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the first worker did not give up its call after losing the lease")
+			}
+			t.Logf("the first worker stopped %v after the takeover", time.Since(start).Round(time.Millisecond))
+			drv.SetDelay(method, 0)
+
+			if got := work(t, ctx, f, rev); got.State != store.WorkRunning || got.ClaimToken != "takeover" {
+				t.Errorf("after the first worker stopped: state %q token %q; want running with the takeover's claim", got.State, got.ClaimToken)
+			}
+			if drv.Active(a.ID) != "" {
+				t.Errorf("the worker that lost its lease activated %s", drv.Active(a.ID))
+			}
+
+			// The takeover worker dies too; once its lease expires a fresh
+			// pass completes the deployment.
+			clock.Advance(2 * time.Minute)
+			if did, err := f.srv.Worker.RunOnce(ctx); err != nil || !did {
+				t.Fatalf("RunOnce after the takeover lease expired = %v, %v", did, err)
+			}
+			if got := work(t, ctx, f, rev); got.State != store.WorkSucceeded {
+				t.Errorf("final state %q (%s), want succeeded", got.State, got.ReasonCode)
+			}
+			if drv.Active(a.ID) != rev.ID {
+				t.Errorf("serving %q, want %s", drv.Active(a.ID), rev.ID)
+			}
+			if v := drv.Violations(); len(v) > 0 {
+				t.Errorf("driver contract violations: %q", v)
+			}
+		})
+	}
+}
+
+// TestNamespaceOutcomes: the Namespace reconcile over the same rules.
+func TestNamespaceOutcomes(t *testing.T) {
+	tests := []struct {
+		name       string
+		script     func(d *fake.Driver)
+		wantStatus store.NamespaceStatus
+		wantPasses int
+	}{
+		{name: "ready", script: func(*fake.Driver) {}, wantStatus: store.NamespaceReady, wantPasses: 1},
+		{name: "retried", script: func(d *fake.Driver) { d.FailNext(fake.EnsureNamespace, 2, errBackend) },
+			wantStatus: store.NamespaceReady, wantPasses: 3},
+		{name: "permanent", script: func(d *fake.Driver) {
+			d.FailNext(fake.EnsureNamespace, 1, compute.Permanent(compute.CodeRuntimeFailed, errors.New("no")))
+		}, wantStatus: store.NamespaceFailed, wantPasses: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testutil.Context(t)
+			clock := testutil.NewClock(time.Time{})
+			drv := fake.New(fake.Options{})
+			tc.script(drv)
+			st := testdb.SQLite(t)
+			srv := server.New(server.Options{Store: st, PublicOrigin: testOrigin, Driver: drv, Now: clock.Now,
+				Worker: worker.Options{Now: clock.Now, Logger: quietLogger()}})
+			admin := bootstrapAdmin(t, ctx, srv, st)
+			ns, err := srv.Service.CreateNamespace(admin, "ns")
+			if err != nil {
+				t.Fatal(err)
+			}
+			passes := 0
+			for ; passes < tc.wantPasses+2; passes++ {
+				if ns, err = st.GetNamespace(ctx, ns.ID); err != nil {
+					t.Fatal(err)
+				}
+				if ns.Status != store.NamespaceProvisioning {
+					break
+				}
+				clock.Advance(time.Minute) // past any backoff
+				if did, err := srv.Worker.RunOnce(ctx); err != nil || !did {
+					t.Fatalf("RunOnce = %v, %v", did, err)
+				}
+			}
+			if ns.Status != tc.wantStatus || passes != tc.wantPasses {
+				t.Errorf("status %q after %d passes, want %q after %d", ns.Status, passes, tc.wantStatus, tc.wantPasses)
+			}
+			if diff := cmp.Diff(map[bool][]string{true: {ns.ID}, false: nil}[tc.wantStatus == store.NamespaceReady], drv.Namespaces()); diff != "" {
+				t.Errorf("namespaces on the driver (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// work reads the deployment's work item, bypassing authorization.
+func work(t *testing.T, ctx context.Context, f *fixture, rev store.Revision) store.WorkItem {
+	t.Helper()
+	w, err := f.st.GetWorkByKey(ctx, occ.DeploymentWorkKey(rev.ID))
+	if err != nil {
+		t.Fatalf("GetWorkByKey: %v", err)
+	}
+	return w
+}
+
+// quietLogger drops the worker's expected warnings (retries, lease loss).
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
