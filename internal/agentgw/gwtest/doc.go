@@ -18,6 +18,13 @@
 //     run time), x-occ-identity overwrite, forwarding-header removal,
 //     x-real-ip, path rewrite to / and the WebSocket upgrade to the
 //     gateway.
+//   - GuardedDir makes a directory whose processes die with the test binary
+//     however it ends (timeout panic, SIGKILL): a guard process, a copy of
+//     the test binary, kills everything still running under it once the
+//     binary is gone. Every gateway directory of this package is one, and
+//     tests that run gateways some other way (the local Compute driver)
+//     put their data directories under one. RunKilledChild, ReportChild and
+//     CheckSwept prove it for a package's own processes.
 //   - DialNative is a bare protocol client for what the real client never
 //     sends (spoofed headers) and as the benchmark baseline.
 package gwtest
