@@ -52,6 +52,9 @@ func TestDeploymentOutcomes(t *testing.T) {
 		want   []pass
 		// active: the revision serves on the fake at the end.
 		active bool
+		// running: the revision runs on the fake at the end without
+		// serving.
+		running bool
 		// files: the Agent has initial workspace files (initialFiles).
 		files bool
 	}{
@@ -80,9 +83,12 @@ func TestDeploymentOutcomes(t *testing.T) {
 			want:   []pass{{State: store.WorkFailedPermanent, Code: compute.CodeConfigurationInvalid}},
 		},
 		{
-			name:   "permanent activation failure",
-			script: func(d *fake.Driver) { d.FailNext(fake.ActivateRevision, 1, permanent) },
-			want:   []pass{{State: store.WorkFailedPermanent, Code: compute.CodeConfigurationInvalid}},
+			// The prepared revision is left running, not serving: the
+			// next deployment or the Agent's deletion retires it.
+			name:    "permanent activation failure",
+			script:  func(d *fake.Driver) { d.FailNext(fake.ActivateRevision, 1, permanent) },
+			want:    []pass{{State: store.WorkFailedPermanent, Code: compute.CodeConfigurationInvalid}},
+			running: true,
 		},
 		{
 			name:   "retryable failures are retried with backoff, then succeed",
@@ -217,7 +223,7 @@ func TestDeploymentOutcomes(t *testing.T) {
 				t.Errorf("revision serving on the driver: %v, want %v", active, tc.active)
 			}
 			wantRunning := []string(nil)
-			if tc.active {
+			if tc.active || tc.running {
 				wantRunning = []string{rev.ID}
 			}
 			if diff := cmp.Diff(wantRunning, drv.Running(a.ID)); diff != "" {
