@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store/sqlstore"
@@ -153,7 +154,7 @@ variable and a key in the --config YAML file; see docs/configuration.md.`,
 // asks for. A configuration error is a usage error: the command cannot run
 // as configured.
 func loadConfig(cmd *cobra.Command, d deps) (config.Config, *slog.Logger, error) {
-	cfg, err := config.Load(cmd.Flags(), d.getenv)
+	cfg, err := config.Load(cmd.Flags(), d.getenv, registry.ConfigTable())
 	if err != nil {
 		return config.Config{}, nil, usageError(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/buildinfo"
+	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
 )
 
@@ -40,7 +41,7 @@ stops it at once.`,
 			return nil
 		},
 	}
-	config.RegisterFlags(cmd.Flags())
+	config.RegisterFlags(cmd.Flags(), registry.ConfigTable())
 	return cmd
 }
 
@@ -68,7 +69,7 @@ lease, and an Agent's work runs one item at a time, in order.`,
 			return nil
 		},
 	}
-	config.RegisterFlags(cmd.Flags())
+	config.RegisterFlags(cmd.Flags(), registry.ConfigTable())
 	return cmd
 }
 
@@ -105,7 +106,7 @@ as a Kubernetes Job before a rollout). It reads the same configuration as
 			return nil
 		},
 	}
-	config.RegisterFlags(cmd.Flags())
+	config.RegisterFlags(cmd.Flags(), registry.ConfigTable())
 	return cmd
 }
 

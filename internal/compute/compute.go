@@ -154,6 +154,36 @@ type Driver interface {
 	Endpoint(ctx context.Context, rev Revision) (Endpoint, error)
 }
 
+// Optional lifecycle hooks. Only some drivers need them (the local driver
+// keeps gateway processes that outlive occ; the Kubernetes driver keeps
+// nothing in process), so they are not part of Driver: the server
+// discovers them with a type assertion on the driver the registry opened,
+// and never names a concrete driver type.
+
+// Recoverer is a driver that must re-attach to what an earlier occ process
+// left running before it serves: the server calls Recover once, after
+// opening the driver and before the worker starts. An error stops the
+// start (the server then closes the driver if it is a Closer).
+type Recoverer interface {
+	Recover(ctx context.Context) error
+}
+
+// Shutdowner is a driver that stops what it runs when occ stops
+// gracefully, and releases itself (Close included). The server calls
+// Shutdown once, with a deadline, when it stops; the error is logged.
+type Shutdowner interface {
+	Shutdown(ctx context.Context) error
+}
+
+// Closer is a driver that holds in-process resources (supervisors,
+// goroutines) to release when occ stops, without stopping the Agents'
+// runtimes. The server calls Close when the driver is not a Shutdowner,
+// or when the start fails after opening it. Unlike io.Closer, Close
+// reports nothing: there is nothing the caller could do about a failure.
+type Closer interface {
+	Close()
+}
+
 // ErrNoEndpoint says a driver does not expose its gateways.
 var ErrNoEndpoint = errors.New("compute: driver exposes no gateway endpoint")
 

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 )
 
 // Config is the resolved configuration of an occ process. Load builds one
@@ -60,18 +58,17 @@ type Config struct {
 	LogLevel string
 	// LogFormat is text (human-readable) or json.
 	LogFormat string
-	// ComputeDriver selects the Compute backend Agents run on: "local"
-	// (the embedded default: one OpenClaw gateway process per Agent on
-	// this host), "kubernetes" (configured by Kubernetes) or "none"
-	// (deployments fail with COMPUTE_NOT_CONFIGURED).
+	// ComputeDriver names the Compute backend Agents run on, one of the
+	// driver registry's names (see ComputeDrivers); empty selects the
+	// registry's default driver.
 	ComputeDriver string
-	// Kubernetes is the drivers.compute.kubernetes section of the config
-	// file, with defaults applied: required with ComputeDriver
-	// "kubernetes", refused with any other driver. It has no flags or
-	// environment variables; a nested installation section is a file's
-	// job. The type lives in the leaf package kubecfg so that config does
-	// not compile the Kubernetes client (see kubecfg's doc).
-	Kubernetes *kubecfg.Config
+	// ComputeSections are the drivers' sections of the config file,
+	// drivers.compute.<name>, by driver name, undecoded: each driver
+	// decodes and validates its own (ComputeDriver.Check), so that config
+	// compiles no driver and none of their client libraries. Only the
+	// selected driver may have one. They have no flags or environment
+	// variables; a nested installation section is a file's job.
+	ComputeSections map[string]*Section
 	// OpenClawRuntime is the directory scripts/install-runtime.sh
 	// installed Node 24 and OpenClaw into. Empty means the script's
 	// default location.
@@ -90,7 +87,6 @@ type Config struct {
 // Defaults. The data directory is relative to the working directory until
 // Load makes it absolute.
 const (
-	DefaultComputeDriver        = "local"
 	DefaultWorkspaceFileTimeout = 30 * time.Second
 	DefaultDataDir              = ".occ"
 	DefaultListen               = "127.0.0.1:8080"
@@ -120,7 +116,6 @@ func defaults() Config {
 		BootstrapAdminEmail:  DefaultBootstrapAdminEmail,
 		LogLevel:             DefaultLogLevel,
 		LogFormat:            DefaultLogFormat,
-		ComputeDriver:        DefaultComputeDriver,
 		WorkspaceFileTimeout: DefaultWorkspaceFileTimeout,
 	}
 }
@@ -143,8 +138,10 @@ func DefaultPublicOrigin(listen string) string {
 }
 
 // Validate reports every invalid value at once, one per line, so that a
-// misconfigured deployment is fixed in one round trip.
-func (c *Config) Validate() error {
+// misconfigured deployment is fixed in one round trip. drivers is the
+// Compute driver table the driver selection and its section are checked
+// against.
+func (c *Config) Validate(drivers ComputeDrivers) error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -182,24 +179,7 @@ func (c *Config) Validate() error {
 	default:
 		add(fmt.Errorf("log format %q is not one of text, json", c.LogFormat))
 	}
-	switch c.ComputeDriver {
-	case "local", "none":
-		// A section for a driver that is not selected is a mistake that
-		// fails open: the operator believes Agents run on Kubernetes.
-		if c.Kubernetes != nil {
-			add(fmt.Errorf("drivers.compute.kubernetes is set but the compute driver is %q; select driver kubernetes or remove the section", c.ComputeDriver))
-		}
-	case "kubernetes":
-		if c.Kubernetes == nil {
-			add(errors.New("compute driver kubernetes needs the drivers.compute.kubernetes section in the config file (see docs/compute-kubernetes.md)"))
-		} else if err := c.Kubernetes.Validate(); err != nil {
-			for _, e := range unjoin(err) {
-				add(fmt.Errorf("drivers.compute.kubernetes.%w", e))
-			}
-		}
-	default:
-		add(fmt.Errorf("compute driver %q is not one of local, kubernetes, none", c.ComputeDriver))
-	}
+	errs = append(errs, c.computeErrors(drivers)...)
 	if c.WorkspaceFileTimeout <= 0 {
 		add(fmt.Errorf("workspace file timeout must be positive, got %s", c.WorkspaceFileTimeout))
 	}

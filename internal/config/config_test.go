@@ -27,7 +27,7 @@ func parseFlags(t *testing.T, args ...string) *pflag.FlagSet {
 	t.Helper()
 	fs := pflag.NewFlagSet("occ server", pflag.ContinueOnError)
 	fs.SetOutput(&bytes.Buffer{})
-	RegisterFlags(fs)
+	RegisterFlags(fs, testDrivers)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parsing flags %q: %v", args, err)
 	}
@@ -64,7 +64,7 @@ log:
   format: json
 drivers:
   compute:
-    driver: none
+    driver: disabled
 runtime:
   openclaw: /opt/occ/runtime
 gateway:
@@ -87,7 +87,7 @@ func fullFileConfig() Config {
 		BootstrapAdminPasswordFile: "/run/secrets/occ-admin",
 		LogLevel:                   "debug",
 		LogFormat:                  "json",
-		ComputeDriver:              "none",
+		ComputeDriver:              "disabled",
 		OpenClawRuntime:            "/opt/occ/runtime",
 		GatewayAPIKeyFile:          "/etc/openclaw/gateway-api-key/key",
 		GatewayCAFile:              "/etc/openclaw/gateway-ca/ca.crt",
@@ -242,26 +242,26 @@ func TestLoad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Load(parseFlags(t, tt.args...), mapEnv(tt.env))
+			got, err := load(parseFlags(t, tt.args...), mapEnv(tt.env))
 			if err != nil {
-				t.Fatalf("Load(%q, %v): %v", tt.args, tt.env, err)
+				t.Fatalf("load(%q, %v): %v", tt.args, tt.env, err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Load(%q, %v) mismatch (-want +got):\n%s", tt.args, tt.env, diff)
+				t.Errorf("load(%q, %v) mismatch (-want +got):\n%s", tt.args, tt.env, diff)
 			}
 		})
 	}
 }
 
 func TestLoadNilFlagsAndEnv(t *testing.T) {
-	got, err := Load(nil, nil)
+	got, err := load(nil, nil)
 	if err != nil {
-		t.Fatalf("Load(nil, nil): %v", err)
+		t.Fatalf("load(nil, nil): %v", err)
 	}
 	want := Default()
 	want.DataDir = absDataDir(t, DefaultDataDir)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Load(nil, nil) mismatch (-want +got):\n%s", diff)
+		t.Errorf("load(nil, nil) mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -281,7 +281,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"bootstrap-admin-password-file": "/run/secrets/pw",
 		"log-level":                     "debug",
 		"log-format":                    "json",
-		"compute-driver":                "none",
+		"compute-driver":                "disabled",
 		"openclaw-runtime":              "/opt/occ/runtime",
 		"gateway-api-key-file":          "/etc/occ/key",
 		"gateway-ca-file":               "/etc/occ/ca.pem",
@@ -293,15 +293,15 @@ func TestEverySpellingAgrees(t *testing.T) {
 			if !ok {
 				t.Fatalf("no test value for option --%s; add one", o.flag)
 			}
-			byFlag, err := Load(parseFlags(t, "--"+o.flag, v), nil)
+			byFlag, err := load(parseFlags(t, "--"+o.flag, v), nil)
 			if err != nil {
-				t.Fatalf("Load(--%s %s): %v", o.flag, v, err)
+				t.Fatalf("load(--%s %s): %v", o.flag, v, err)
 			}
-			byEnv, err := Load(nil, mapEnv(map[string]string{o.env: v}))
+			byEnv, err := load(nil, mapEnv(map[string]string{o.env: v}))
 			if err != nil {
-				t.Fatalf("Load(%s=%s): %v", o.env, v, err)
+				t.Fatalf("load(%s=%s): %v", o.env, v, err)
 			}
-			if base, _ := Load(nil, nil); cmp.Equal(base, byFlag) {
+			if base, _ := load(nil, nil); cmp.Equal(base, byFlag) {
 				t.Errorf("--%s %s changed nothing; pick a test value that differs from the default", o.flag, v)
 			}
 			if diff := cmp.Diff(byFlag, byEnv); diff != "" {
@@ -317,9 +317,9 @@ func TestEverySpellingAgrees(t *testing.T) {
 				}
 			}
 			b.WriteString(" " + quoteYAML(o.flag, v) + "\n")
-			byFile, err := Load(nil, mapEnv(map[string]string{EnvConfig: writeConfig(t, b.String())}))
+			byFile, err := load(nil, mapEnv(map[string]string{EnvConfig: writeConfig(t, b.String())}))
 			if err != nil {
-				t.Fatalf("Load(file %q): %v", b.String(), err)
+				t.Fatalf("load(file %q): %v", b.String(), err)
 			}
 			if diff := cmp.Diff(byFlag, byFile); diff != "" {
 				t.Errorf("flag --%s and YAML key %s disagree (-flag +file):\n%s", o.flag, o.yaml, diff)
@@ -357,43 +357,43 @@ func TestLoadFileErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeConfig(t, tt.content)
-			_, err := Load(parseFlags(t, "--config", path), nil)
+			_, err := load(parseFlags(t, "--config", path), nil)
 			if err == nil {
-				t.Fatalf("Load(file %q) succeeded, want error containing %q", tt.content, tt.want)
+				t.Fatalf("load(file %q) succeeded, want error containing %q", tt.content, tt.want)
 			}
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
-				t.Errorf("Load(file %q) error = %q, want it to name %s and contain %q", tt.content, err, path, tt.want)
+				t.Errorf("load(file %q) error = %q, want it to name %s and contain %q", tt.content, err, path, tt.want)
 			}
 		})
 	}
 
 	t.Run("missing file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "absent.yaml")
-		_, err := Load(nil, mapEnv(map[string]string{EnvConfig: path}))
+		_, err := load(nil, mapEnv(map[string]string{EnvConfig: path}))
 		if err == nil || !strings.Contains(err.Error(), "no such file") {
-			t.Errorf("Load(OCC_CONFIG=%s) error = %v, want no such file", path, err)
+			t.Errorf("load(OCC_CONFIG=%s) error = %v, want no such file", path, err)
 		}
 	})
 }
 
 func TestLoadEnvAndFlagErrors(t *testing.T) {
-	_, err := Load(nil, mapEnv(map[string]string{"OCC_SESSION_TTL": "12"}))
+	_, err := load(nil, mapEnv(map[string]string{"OCC_SESSION_TTL": "12"}))
 	if want := `OCC_SESSION_TTL: "12" is not a duration`; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("Load(OCC_SESSION_TTL=12) error = %v, want %q", err, want)
+		t.Errorf("load(OCC_SESSION_TTL=12) error = %v, want %q", err, want)
 	}
 
 	fs := pflag.NewFlagSet("occ server", pflag.ContinueOnError)
 	fs.SetOutput(&bytes.Buffer{})
-	RegisterFlags(fs)
+	RegisterFlags(fs, testDrivers)
 	err = fs.Parse([]string{"--shutdown-timeout", "later"})
 	if want := `"later" is not a duration`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("parsing --shutdown-timeout later: error = %v, want %q", err, want)
 	}
 
 	// Validation runs on the merged result, whatever the source.
-	_, err = Load(parseFlags(t, "--listen", "8080"), nil)
+	_, err = load(parseFlags(t, "--listen", "8080"), nil)
 	if want := `listen address "8080" is not host:port`; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("Load(--listen 8080) error = %v, want %q", err, want)
+		t.Errorf("load(--listen 8080) error = %v, want %q", err, want)
 	}
 }
 
@@ -455,7 +455,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Default()
 			tt.change(&c)
-			err := c.Validate()
+			err := c.Validate(testDrivers)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -564,12 +564,12 @@ func FuzzConfigFile(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := defaults()
-		if err := decodeFile(data, &c); err != nil {
+		if err := decodeFile(data, &c, testDrivers); err != nil {
 			if err.Error() == "" {
 				t.Errorf("decodeFile(%q) returned an empty error", data)
 			}
 			return
 		}
-		_ = c.Validate()
+		_ = c.Validate(testDrivers)
 	})
 }

@@ -8,13 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
-
-	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 )
 
 // The config file option is not part of Config: it says where the other
@@ -97,9 +96,10 @@ var options = []option{
 		set:   func(c *Config, s string) error { c.LogFormat = s; return nil },
 	},
 	{
-		flag: "compute-driver", env: "OCC_COMPUTE_DRIVER", yaml: "drivers.compute.driver", typ: "name", def: DefaultComputeDriver,
-		usage: "Compute backend for Agents: local (a gateway process per Agent on this host), kubernetes (configured in the file's drivers.compute.kubernetes) or none",
-		set:   func(c *Config, s string) error { c.ComputeDriver = s; return nil },
+		// The default and the list of drivers in --help come from the
+		// driver table RegisterFlags is given.
+		flag: flagComputeDriver, env: "OCC_COMPUTE_DRIVER", yaml: "drivers.compute.driver", typ: "name",
+		set: func(c *Config, s string) error { c.ComputeDriver = s; return nil },
 	},
 	{
 		flag: "openclaw-runtime", env: "OCC_OPENCLAW_RUNTIME", yaml: "runtime.openclaw", typ: "path",
@@ -157,12 +157,18 @@ func splitList(s string) []string {
 	return out
 }
 
+const flagComputeDriver = "compute-driver"
+
 // RegisterFlags adds --config and one flag per option to fs. Every command
 // that reads the configuration registers all of them, so one config file
-// and one set of OCC_* variables serve every command.
-func RegisterFlags(fs *pflag.FlagSet) {
+// and one set of OCC_* variables serve every command. drivers is the
+// Compute driver table; --help lists its drivers and its default.
+func RegisterFlags(fs *pflag.FlagSet, drivers ComputeDrivers) {
 	fs.Var(&textValue{typ: "path"}, FlagConfig, "YAML config file (env "+EnvConfig+")")
 	for _, o := range options {
+		if o.flag == flagComputeDriver {
+			o.def, o.usage = drivers.Default(), drivers.usage()
+		}
 		v := &textValue{s: o.def, typ: o.typ, check: o.set}
 		fs.Var(v, o.flag, o.usage+" (env "+o.env+")")
 	}
@@ -198,7 +204,9 @@ func (v *textValue) Set(s string) error {
 // flags may be nil (no flags); env is os.Getenv in production and a map
 // lookup in tests. An empty environment variable counts as unset, the
 // usual convention for OCC_* variables in unit files and compose files.
-func Load(flags *pflag.FlagSet, env func(string) string) (Config, error) {
+// drivers is the Compute driver table (the registry's): the file's driver
+// sections and the selected driver are checked against it.
+func Load(flags *pflag.FlagSet, env func(string) string, drivers ComputeDrivers) (Config, error) {
 	if env == nil {
 		env = func(string) string { return "" }
 	}
@@ -209,7 +217,7 @@ func Load(flags *pflag.FlagSet, env func(string) string) (Config, error) {
 		path = f.Value.String()
 	}
 	if path != "" {
-		if err := loadFile(path, &c); err != nil {
+		if err := loadFile(path, &c, drivers); err != nil {
 			return Config{}, err
 		}
 	}
@@ -243,7 +251,7 @@ func Load(flags *pflag.FlagSet, env func(string) string) (Config, error) {
 		}
 		c.DataDir = abs
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(drivers); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -278,14 +286,10 @@ type fileConfig struct {
 }
 
 type fileDrivers struct {
-	Compute fileCompute `yaml:"compute"`
-}
-
-type fileCompute struct {
-	Driver string `yaml:"driver"`
-	// Kubernetes is decoded strictly like the rest of the file; its type
-	// and validation belong to the driver's configuration package.
-	Kubernetes *kubecfg.Config `yaml:"kubernetes"`
+	// Compute holds driver (the selected driver's name) and one section
+	// per driver, whose schema belongs to the driver: decodeCompute takes
+	// it apart.
+	Compute yaml.Node `yaml:"compute"`
 }
 
 type fileRuntime struct {
@@ -319,36 +323,27 @@ var sectionOf = map[string]string{
 	"config.fileBootstrapAdmin": "bootstrapAdmin.",
 	"config.fileLog":            "log.",
 	"config.fileDrivers":        "drivers.",
-	"config.fileCompute":        "drivers.compute.",
 	"config.fileRuntime":        "runtime.",
 	"config.fileGateway":        "gateway.",
 	"config.fileWorkspaceFiles": "workspaceFiles.",
-	"kubecfg.Config":            "drivers.compute.kubernetes.",
-	"kubecfg.GatewayRouting":    "drivers.compute.kubernetes.gatewayRouting.",
-	"kubecfg.Network":           "drivers.compute.kubernetes.network.",
-	"kubecfg.DNS":               "drivers.compute.kubernetes.network.dns.",
-	"kubecfg.Runtime":           "drivers.compute.kubernetes.runtime.",
-	"kubecfg.Resources":         "drivers.compute.kubernetes.resources.",
-	// Used for both requests and limits; the line number tells which.
-	"kubecfg.ResourceList": "drivers.compute.kubernetes.resources.requests|limits.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
 
 // loadFile decodes the file over c, so that keys the file leaves out keep
 // the values c already has.
-func loadFile(path string, c *Config) error {
+func loadFile(path string, c *Config, drivers ComputeDrivers) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	if err := decodeFile(data, c); err != nil {
+	if err := decodeFile(data, c, drivers); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	return nil
 }
 
-func decodeFile(data []byte, c *Config) error {
+func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 	fc := fileConfig{
 		DataDir:         c.DataDir,
 		Listen:          c.Listen,
@@ -359,15 +354,27 @@ func decodeFile(data []byte, c *Config) error {
 		ShutdownTimeout: c.ShutdownTimeout,
 		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
 		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
-		Drivers:         fileDrivers{Compute: fileCompute{Driver: c.ComputeDriver, Kubernetes: withKubernetesDefaults(c.Kubernetes)}},
 		Runtime:         fileRuntime{OpenClaw: c.OpenClawRuntime},
 		Gateway:         fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile},
 		WorkspaceFiles:  fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
+	var msgs []string
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return errors.New(describeYAMLError(err))
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return errors.New(describeYAMLError(err))
+		}
+		msgs = append(msgs, describeYAMLError(err))
+	}
+	driver, sections, computeMsgs := decodeCompute(&fc.Drivers.Compute, drivers)
+	if len(computeMsgs) > 0 {
+		msgs = append(msgs, computeMsgs...)
+		slices.SortStableFunc(msgs, func(a, b string) int { return lineOf(a) - lineOf(b) })
+	}
+	if len(msgs) > 0 {
+		return errors.New(strings.Join(msgs, "; "))
 	}
 	// A second document would be ignored by Decode; a file that looks
 	// like it configures something it does not is refused instead.
@@ -377,6 +384,12 @@ func decodeFile(data []byte, c *Config) error {
 			return errors.New(describeYAMLError(err))
 		}
 		return fmt.Errorf("line %d: a second YAML document; the file must hold exactly one", extra.Line)
+	}
+	if driver != "" {
+		c.ComputeDriver = driver
+	}
+	if sections != nil {
+		c.ComputeSections = sections
 	}
 	*c = Config{
 		DataDir:                    fc.DataDir,
@@ -390,8 +403,8 @@ func decodeFile(data []byte, c *Config) error {
 		BootstrapAdminPasswordFile: fc.BootstrapAdmin.PasswordFile,
 		LogLevel:                   fc.Log.Level,
 		LogFormat:                  fc.Log.Format,
-		ComputeDriver:              fc.Drivers.Compute.Driver,
-		Kubernetes:                 withKubernetesDefaults(fc.Drivers.Compute.Kubernetes),
+		ComputeDriver:              c.ComputeDriver,
+		ComputeSections:            c.ComputeSections,
 		OpenClawRuntime:            fc.Runtime.OpenClaw,
 		GatewayAPIKeyFile:          fc.Gateway.APIKeyFile,
 		GatewayCAFile:              fc.Gateway.CAFile,
@@ -400,17 +413,58 @@ func decodeFile(data []byte, c *Config) error {
 	return nil
 }
 
-// withKubernetesDefaults returns a copy of the section with its defaults,
-// or nil. Decoding goes into a copy so that the caller's Config is left
-// alone (WithDefaults copies slices, maps and the routing section), and
-// the result carries the defaults so that Config shows the values the
-// driver will use.
-func withKubernetesDefaults(k *kubecfg.Config) *kubecfg.Config {
-	if k == nil {
-		return nil
+// decodeCompute takes the drivers.compute mapping apart: driver is the
+// selected driver's name ("" when the file does not set it) and sections
+// are the drivers' sections, kept undecoded for the drivers to check
+// (nil when the file has none). A key that is neither driver nor the name
+// of a driver that takes a section is an unknown key, as anywhere else in
+// the file.
+func decodeCompute(n *yaml.Node, drivers ComputeDrivers) (driver string, sections map[string]*Section, msgs []string) {
+	if n.Kind == 0 || n.ShortTag() == "!!null" {
+		return "", nil, nil // absent or empty
 	}
-	c := k.WithDefaults()
-	return &c
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return "", nil, []string{fmt.Sprintf("line %d: cannot unmarshal %s into a mapping", n.Line, describeNode(n))}
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if line, dup := seen[k.Value]; dup {
+			msgs = append(msgs, fmt.Sprintf("line %d: mapping key %q already defined at line %d", k.Line, k.Value, line))
+			continue
+		}
+		seen[k.Value] = k.Line
+		if k.Value == "driver" {
+			if err := v.Decode(&driver); err != nil {
+				msgs = append(msgs, describeYAMLError(err))
+			}
+			continue
+		}
+		if d, ok := drivers.Lookup(k.Value); !ok || k.Value == "" || d.Check == nil {
+			msgs = append(msgs, fmt.Sprintf("line %d: unknown key %q", k.Line, computeKey+k.Value))
+			continue
+		}
+		if v.ShortTag() == "!!null" {
+			continue // "name:" with nothing under it is no section, as before
+		}
+		if sections == nil {
+			sections = map[string]*Section{}
+		}
+		sections[k.Value] = &Section{Key: computeKey + k.Value, Node: *v}
+	}
+	return driver, sections, msgs
+}
+
+// describeNode is how yaml.v3 names a value in "cannot unmarshal" errors:
+// the tag, and a scalar's text.
+func describeNode(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return n.ShortTag() + " `" + n.Value + "`"
+	}
+	return n.ShortTag()
 }
 
 // describeYAMLError rewrites yaml.v3's messages in the user's terms: one

@@ -24,7 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
-	"github.com/openclaw/occ/internal/compute/unconfigured"
+	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/occ"
@@ -84,7 +84,7 @@ func New(o Options) *Server {
 	}
 	https := strings.HasPrefix(o.PublicOrigin, "https://")
 	if o.Driver == nil {
-		o.Driver = unconfigured.Driver{}
+		o.Driver = registry.Unconfigured()
 	}
 	if o.Worker.Logger == nil {
 		o.Worker.Logger = o.Logger

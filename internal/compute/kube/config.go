@@ -5,7 +5,7 @@ import (
 )
 
 // The installation configuration. The types live in the leaf package
-// kubecfg, which internal/config also imports (see its doc for why); these
+// kubecfg, which the driver registry also imports (see its doc); these
 // aliases make kube.Config the driver's configuration type.
 type (
 	// Config is the driver's installation configuration

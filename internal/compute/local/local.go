@@ -43,6 +43,17 @@ type Runtime struct {
 	OpenClaw string
 }
 
+// DefaultRuntimeDir is where scripts/install-runtime.sh installs Node and
+// OpenClaw when OCC_RUNTIME_DIR is not set; "" when the home directory is
+// unknown.
+func DefaultRuntimeDir() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".cache", "occ", "runtime", "openclaw-2026.9.6-node-24.22.3")
+}
+
 // RuntimeFromDir returns the runtime that scripts/install-runtime.sh
 // installed into dir (the directory it prints on its last line).
 func RuntimeFromDir(dir string) (Runtime, error) {
@@ -119,7 +130,12 @@ type Driver struct {
 	wg     sync.WaitGroup // supervisor goroutines
 }
 
-var _ compute.Driver = (*Driver)(nil)
+var (
+	_ compute.Driver     = (*Driver)(nil)
+	_ compute.Recoverer  = (*Driver)(nil)
+	_ compute.Shutdowner = (*Driver)(nil)
+	_ compute.Closer     = (*Driver)(nil)
+)
 
 // New returns a driver over opts.DataDir. It creates the agents directory
 // but starts nothing; call Recover to re-attach to gateways left running

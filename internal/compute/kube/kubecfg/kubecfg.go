@@ -2,12 +2,10 @@
 // Compute driver: the `drivers.compute.kubernetes` section of occ's YAML
 // file, its defaults, its validation and the names derived from it.
 //
-// It is a leaf package on purpose. internal/config decodes and validates
-// the section at start-up, and internal/compute/kube runs the driver from
-// it; if the type lived in package kube, config (and everything that
-// loads configuration, the CLI included) would compile controller-runtime
-// and the Gateway API types. Both import this package instead, and it
-// imports only the standard library and two small apimachinery packages
+// It is a leaf package: the driver registry (internal/compute/registry)
+// decodes and validates the section at start-up with FromSection, and
+// internal/compute/kube runs the driver from it; both import this package,
+// which imports only config, yaml and two small apimachinery packages
 // (quantities and DNS name rules), so there is one definition and one
 // validation and no import cycle. Package kube re-exports the types.
 package kubecfg
