@@ -27,15 +27,25 @@ func openDriver(ctx context.Context, cfg config.Config, logger *slog.Logger) (co
 	if err != nil {
 		return nil, nil, err
 	}
+	stop, err := startDriver(ctx, d, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, stop, nil
+}
+
+// startDriver runs the hooks d has before use and returns the function
+// that ends it; see openDriver.
+func startDriver(ctx context.Context, d compute.Driver, logger *slog.Logger) (func(), error) {
 	if r, ok := d.(compute.Recoverer); ok {
 		if err := r.Recover(ctx); err != nil {
 			if c, ok := d.(compute.Closer); ok {
 				c.Close()
 			}
-			return nil, nil, fmt.Errorf("re-attach to running Agents: %w", err)
+			return nil, fmt.Errorf("re-attach to running Agents: %w", err)
 		}
 	}
-	return d, func() { stopDriver(d, logger) }, nil
+	return func() { stopDriver(d, logger) }, nil
 }
 
 func stopDriver(d compute.Driver, logger *slog.Logger) {
