@@ -402,46 +402,49 @@ func TestOpenLocal(t *testing.T) {
 }
 
 // TestDocsListEveryDriver keeps docs/configuration.md in step with the
-// table: each driver is named there (as `name` in the --compute-driver
-// row), its page exists and is linked from it.
+// table: its "Compute drivers" table has one row per driver, in the
+// registry's order, marks the default and links each driver's page, which
+// exists.
 func TestDocsListEveryDriver(t *testing.T) {
 	docs := filepath.Join("..", "..", "..", "docs")
 	data, err := os.ReadFile(filepath.Join(docs, "configuration.md"))
 	if err != nil {
 		t.Fatalf("reading docs/configuration.md: %v", err)
 	}
-	var row string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "| `--compute-driver`") {
-			row = line
+	_, section, ok := strings.Cut(string(data), "\n## Compute drivers\n")
+	if !ok {
+		t.Fatal(`docs/configuration.md has no "## Compute drivers" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	rowRE := regexp.MustCompile("^\\| `([^`]+)`( \\(the default\\))? \\|")
+	var names []string
+	rows := map[string]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if m := rowRE.FindStringSubmatch(line); m != nil {
+			names = append(names, m[1])
+			rows[m[1]] = line
+			if isDefault := m[2] != ""; isDefault != (m[1] == ConfigTable().Default()) {
+				t.Errorf("docs/configuration.md marks %q as the default: %v; the registry's default is %q", m[1], isDefault, ConfigTable().Default())
+			}
 		}
 	}
-	if row == "" {
-		t.Fatal("docs/configuration.md has no --compute-driver row")
-	}
-	documented := map[string]bool{}
-	for _, m := range regexp.MustCompile("`([a-z][a-z0-9-]*)` \\(").FindAllStringSubmatch(row, -1) {
-		documented[m[1]] = true
-	}
+	var want []string
 	for _, e := range Entries() {
-		if !documented[e.Name] {
-			t.Errorf("docs/configuration.md's --compute-driver row does not describe driver %q as `%s` (...)", e.Name, e.Name)
-		}
-		delete(documented, e.Name)
+		want = append(want, e.Name)
 		if e.Doc == "" {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(docs, e.Doc)); err != nil {
 			t.Errorf("driver %q: its page: %v", e.Name, err)
 		}
-		if !strings.Contains(row, "("+e.Doc+")") {
-			t.Errorf("docs/configuration.md's --compute-driver row does not link driver %q's page %s", e.Name, e.Doc)
+		if row, ok := rows[e.Name]; ok && !strings.Contains(row, "("+e.Doc+")") {
+			t.Errorf("docs/configuration.md's row for driver %q does not link its page %s", e.Name, e.Doc)
 		}
 	}
-	for name := range documented {
-		t.Errorf("docs/configuration.md's --compute-driver row describes driver %q, which the registry does not have", name)
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("docs/configuration.md's Compute drivers table does not list the registry's drivers (-registry +docs):\n%s", diff)
 	}
-	if !strings.Contains(row, "| `"+ConfigTable().Default()+"` |") {
+	if !strings.Contains(string(data), "| `--compute-driver` | `OCC_COMPUTE_DRIVER` | `drivers.compute.driver` | `"+ConfigTable().Default()+"` |") {
 		t.Errorf("docs/configuration.md's --compute-driver row does not show the default %q", ConfigTable().Default())
 	}
 }
