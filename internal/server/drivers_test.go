@@ -74,8 +74,10 @@ func TestDriverLifecycle(t *testing.T) {
 			wantStop:  []string{"shutdown"},
 		},
 		{
-			name:      "failed recovery closes and stops the start",
-			driver:    func(c *calls) compute.Driver { return recovering{closing{base, c}, errors.New("agents dir unreadable")} },
+			name: "failed recovery closes and stops the start",
+			driver: func(c *calls) compute.Driver {
+				return recovering{closing{base, c}, errors.New("agents dir unreadable")}
+			},
 			wantErr:   "re-attach to running Agents: agents dir unreadable",
 			wantStart: []string{"recover", "close"},
 		},
