@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // Capabilities are what a driver can do beyond the required verbs.
@@ -57,22 +59,11 @@ type Revision struct {
 	Configuration json.RawMessage
 }
 
-// WorkspaceSetup is the setup delivered with a revision. While pending it
-// carries Files; once completed only its identity (ID, NamespaceID,
+// WorkspaceSetup is the setup delivered with a revision: workspace.Setup,
+// the one type drivers deliver and the setup runner applies. While pending
+// it carries Files; once completed only its identity (ID, NamespaceID,
 // AgentID, DefaultsID) remains and drivers only verify the durable marker.
-type WorkspaceSetup struct {
-	ID          string
-	NamespaceID string
-	AgentID     string
-	DefaultsID  string
-	Files       map[string]string
-	Completed   bool
-}
-
-// Identity is the setup without its files: what the marker holds.
-func (s *WorkspaceSetup) Identity() WorkspaceSetup {
-	return WorkspaceSetup{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID, Completed: s.Completed}
-}
+type WorkspaceSetup = workspace.Setup
 
 // RevisionContext is what comes with a revision besides the snapshot.
 type RevisionContext struct {

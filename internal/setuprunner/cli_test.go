@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openclaw/occ/internal/setuprunner"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -51,7 +50,7 @@ func runOCC(t *testing.T, stdin string, env []string, args ...string) occResult 
 	return res
 }
 
-func payloadJSON(t *testing.T, s setuprunner.Setup) string {
+func payloadJSON(t *testing.T, s workspace.Setup) string {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {

@@ -16,7 +16,7 @@ var ErrFailed = errors.New("WORKSPACE_SETUP_FAILED")
 
 // Step names, for failures, logs and Options.AfterStep.
 const (
-	stepPayload     = "payload"        // payload or Setup validation
+	stepPayload     = "payload"        // payload or workspace.Setup validation
 	stepWorkspace   = "workspace"      // workspace path rules
 	stepMarker      = "marker"         // marker read and comparison
 	stepPackage     = "package"        // OpenClaw package lookup

@@ -64,7 +64,7 @@ func FuzzParsePayload(f *testing.F) {
 		if ref.ID == nil || ref.NamespaceID == nil || ref.AgentID == nil || ref.Completed == nil {
 			t.Fatalf("ParsePayload accepted %q without a required key", payload)
 		}
-		want := setuprunner.Setup{ID: *ref.ID, NamespaceID: *ref.NamespaceID, AgentID: *ref.AgentID, Completed: *ref.Completed}
+		want := workspace.Setup{ID: *ref.ID, NamespaceID: *ref.NamespaceID, AgentID: *ref.AgentID, Completed: *ref.Completed}
 		if ref.DefaultsID != nil {
 			want.DefaultsID = *ref.DefaultsID
 		}
@@ -90,7 +90,7 @@ func FuzzParsePayload(f *testing.F) {
 }
 
 // checkSetupRules states the payload rules once more, independently.
-func checkSetupRules(t *testing.T, s setuprunner.Setup) {
+func checkSetupRules(t *testing.T, s workspace.Setup) {
 	t.Helper()
 	for _, id := range []string{s.ID, s.NamespaceID, s.AgentID} {
 		units := utf16.Encode([]rune(id))

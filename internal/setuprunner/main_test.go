@@ -124,14 +124,14 @@ const (
 	agentText = "# AGENTS.md - secret-agents-text\n"
 )
 
-func pendingSetup(files map[string]string) setuprunner.Setup {
-	return setuprunner.Setup{
+func pendingSetup(files map[string]string) workspace.Setup {
+	return workspace.Setup{
 		ID: "setup-1", NamespaceID: "ns-1", AgentID: "agent-1",
 		DefaultsID: workspace.DefaultsID, Files: files,
 	}
 }
 
-func completedSetup() setuprunner.Setup {
+func completedSetup() workspace.Setup {
 	s := pendingSetup(nil)
 	s.Completed = true
 	return s
@@ -218,7 +218,7 @@ func exists(path string) bool {
 // checkApplied asserts the end state of a successful setup: every
 // submitted file equals its submission, the marker is the identity, and no
 // reserved temp file is left.
-func checkApplied(t *testing.T, ws string, s setuprunner.Setup) {
+func checkApplied(t *testing.T, ws string, s workspace.Setup) {
 	t.Helper()
 	for name, want := range s.Files {
 		if got := readFile(t, filepath.Join(ws, name)); got != want {

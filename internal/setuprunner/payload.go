@@ -9,27 +9,6 @@ import (
 	"github.com/openclaw/occ/internal/workspace"
 )
 
-// Setup is what a runner is given: one Agent's workspace setup. A pending
-// setup (Completed false) carries the submitted files; a completed one is
-// only the identity, and the runner then just checks the marker.
-//
-// As a JSON payload it is a closed object with the keys id, namespaceId,
-// agentId, defaultsId (optional), files (optional; absent when completed)
-// and completed.
-type Setup struct {
-	ID          string            `json:"id"`
-	NamespaceID string            `json:"namespaceId"`
-	AgentID     string            `json:"agentId"`
-	DefaultsID  string            `json:"defaultsId,omitempty"`
-	Files       map[string]string `json:"files,omitempty"`
-	Completed   bool              `json:"completed"`
-}
-
-// Identity returns the setup's identity, the content of its marker.
-func (s Setup) Identity() workspace.Identity {
-	return workspace.Identity{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID}
-}
-
 // MaxPayloadBytes caps a payload. Four files of 16,384 bytes escaped as
 // \u00XX take 393,216 bytes; the rest is room for the identity.
 const MaxPayloadBytes = 400_000
@@ -58,25 +37,25 @@ const maxIDUnits = 256
 // guess which of two values was meant.
 //
 // Any failure wraps ErrFailed; the error never carries payload text.
-func ParsePayload(r io.Reader) (Setup, error) {
+func ParsePayload(r io.Reader) (workspace.Setup, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxPayloadBytes+1))
 	if err != nil {
-		return Setup{}, newFailure(stepPayload, "read", err)
+		return workspace.Setup{}, newFailure(stepPayload, "read", err)
 	}
 	if len(data) > MaxPayloadBytes {
-		return Setup{}, newFailure(stepPayload, "too-large", nil)
+		return workspace.Setup{}, newFailure(stepPayload, "too-large", nil)
 	}
 	if !utf8.Valid(data) {
-		return Setup{}, newFailure(stepPayload, "invalid-utf8", nil)
+		return workspace.Setup{}, newFailure(stepPayload, "invalid-utf8", nil)
 	}
 	v, err := decodeJSON(data)
 	if err != nil {
-		return Setup{}, newFailure(stepPayload, "invalid-json", nil)
+		return workspace.Setup{}, newFailure(stepPayload, "invalid-json", nil)
 	}
 	if v.Kind != exactjson.Object {
-		return Setup{}, newFailure(stepPayload, "not-an-object", nil)
+		return workspace.Setup{}, newFailure(stepPayload, "not-an-object", nil)
 	}
-	var s Setup
+	var s workspace.Setup
 	var seen [6]bool
 	var filesValue *exactjson.Value
 	for i := range v.Members {
@@ -97,16 +76,16 @@ func ParsePayload(r io.Reader) (Setup, error) {
 		case "completed":
 			slot = 5
 		default:
-			return Setup{}, newFailure(stepPayload, "unknown-key", nil)
+			return workspace.Setup{}, newFailure(stepPayload, "unknown-key", nil)
 		}
 		if seen[slot] {
-			return Setup{}, newFailure(stepPayload, "duplicate-key", nil)
+			return workspace.Setup{}, newFailure(stepPayload, "duplicate-key", nil)
 		}
 		seen[slot] = true
 		switch slot {
 		case 0, 1, 2, 3:
 			if m.Value.Kind != exactjson.String || isLone(m.Value) {
-				return Setup{}, newFailure(stepPayload, "invalid-"+key, nil)
+				return workspace.Setup{}, newFailure(stepPayload, "invalid-"+key, nil)
 			}
 			switch value := jsString(m.Value); slot {
 			case 0:
@@ -119,7 +98,7 @@ func ParsePayload(r io.Reader) (Setup, error) {
 				// An explicit "" is present and malformed; the struct
 				// cannot tell it from absent, so check it here.
 				if !digest.Valid(value) {
-					return Setup{}, newFailure(stepPayload, "invalid-defaultsId", nil)
+					return workspace.Setup{}, newFailure(stepPayload, "invalid-defaultsId", nil)
 				}
 				s.DefaultsID = value
 			}
@@ -127,38 +106,38 @@ func ParsePayload(r io.Reader) (Setup, error) {
 			filesValue = &m.Value
 		case 5:
 			if m.Value.Kind != exactjson.Bool {
-				return Setup{}, newFailure(stepPayload, "invalid-completed", nil)
+				return workspace.Setup{}, newFailure(stepPayload, "invalid-completed", nil)
 			}
 			s.Completed = m.Value.True()
 		}
 	}
 	if !seen[0] || !seen[1] || !seen[2] || !seen[5] {
-		return Setup{}, newFailure(stepPayload, "missing-key", nil)
+		return workspace.Setup{}, newFailure(stepPayload, "missing-key", nil)
 	}
 	if filesValue != nil {
 		if s.Completed {
-			return Setup{}, newFailure(stepPayload, "files-with-completed", nil)
+			return workspace.Setup{}, newFailure(stepPayload, "files-with-completed", nil)
 		}
 		if filesValue.Kind != exactjson.Object {
-			return Setup{}, newFailure(stepPayload, "invalid-files", nil)
+			return workspace.Setup{}, newFailure(stepPayload, "invalid-files", nil)
 		}
 		s.Files = make(map[string]string, len(filesValue.Members))
 		for _, m := range filesValue.Members {
 			name := jsString(m.Key)
 			if !workspace.ValidName(name) {
-				return Setup{}, newFailure(stepPayload, "unknown-file", nil)
+				return workspace.Setup{}, newFailure(stepPayload, "unknown-file", nil)
 			}
 			if _, dup := s.Files[name]; dup {
-				return Setup{}, newFailure(stepPayload, "duplicate-file", nil)
+				return workspace.Setup{}, newFailure(stepPayload, "duplicate-file", nil)
 			}
 			if m.Value.Kind != exactjson.String {
-				return Setup{}, newFailure(stepPayload, "invalid-file-content", nil)
+				return workspace.Setup{}, newFailure(stepPayload, "invalid-file-content", nil)
 			}
 			s.Files[name] = jsString(m.Value)
 		}
 	}
 	if err := validateSetup(s); err != nil {
-		return Setup{}, err
+		return workspace.Setup{}, err
 	}
 	return s, nil
 }
@@ -166,7 +145,7 @@ func ParsePayload(r io.Reader) (Setup, error) {
 // validateSetup applies the payload rules to a Setup built in process, so
 // that Apply refuses exactly what ParsePayload refuses. A Go struct cannot
 // say "files absent", so a completed setup must have no files at all.
-func validateSetup(s Setup) error {
+func validateSetup(s workspace.Setup) error {
 	for _, id := range [...]string{s.ID, s.NamespaceID, s.AgentID} {
 		if !validIDString(id) {
 			return newFailure(stepPayload, "invalid-identity", nil)

@@ -13,7 +13,7 @@ import (
 
 // parsed is ParsePayload's outcome in a form cmp can diff.
 type parsed struct {
-	Setup  setuprunner.Setup
+	Setup  workspace.Setup
 	Failed bool
 }
 
@@ -36,7 +36,7 @@ func payloadWith(files string) string {
 }
 
 func pendingWith(files map[string]string) parsed {
-	return parsed{Setup: setuprunner.Setup{ID: "s1", NamespaceID: "ns", AgentID: "a1", Files: files}}
+	return parsed{Setup: workspace.Setup{ID: "s1", NamespaceID: "ns", AgentID: "a1", Files: files}}
 }
 
 // padTo pads a JSON payload with trailing whitespace to n bytes.
@@ -57,13 +57,13 @@ func TestParsePayload(t *testing.T) {
 		{
 			name:    "pending",
 			payload: `{"id":"s1","namespaceId":"ns","agentId":"a1","defaultsId":"` + d + `","files":{"SOUL.md":"soul","USER.md":"user"},"completed":false}`,
-			want: parsed{Setup: setuprunner.Setup{ID: "s1", NamespaceID: "ns", AgentID: "a1", DefaultsID: d,
+			want: parsed{Setup: workspace.Setup{ID: "s1", NamespaceID: "ns", AgentID: "a1", DefaultsID: d,
 				Files: map[string]string{"SOUL.md": "soul", "USER.md": "user"}}},
 		},
 		{
 			name:    "completed identity",
 			payload: `{"id":"s1","namespaceId":"ns","agentId":"a1","defaultsId":"` + d + `","completed":true}`,
-			want:    parsed{Setup: setuprunner.Setup{ID: "s1", NamespaceID: "ns", AgentID: "a1", DefaultsID: d, Completed: true}},
+			want:    parsed{Setup: workspace.Setup{ID: "s1", NamespaceID: "ns", AgentID: "a1", DefaultsID: d, Completed: true}},
 		},
 		{
 			name:    "whitespace around and between, keys in any order",
@@ -90,10 +90,10 @@ func TestParsePayload(t *testing.T) {
 		{name: "escaped file counted decoded", payload: payloadWith(`{"SOUL.md":"` + strings.Repeat(`\u0001`, 16384) + `"}`),
 			want: pendingWith(map[string]string{"SOUL.md": strings.Repeat("\x01", 16384)})},
 		{name: "id of 256 code units", payload: `{"id":"` + id256 + `","namespaceId":"ns","agentId":"a1","completed":true}`,
-			want: parsed{Setup: setuprunner.Setup{ID: id256, NamespaceID: "ns", AgentID: "a1", Completed: true}}},
+			want: parsed{Setup: workspace.Setup{ID: id256, NamespaceID: "ns", AgentID: "a1", Completed: true}}},
 		{name: "id of 257 code units", payload: `{"id":"` + id256 + `i","namespaceId":"ns","agentId":"a1","completed":true}`, want: failed},
 		{name: "agentId of 128 astral runes", payload: `{"id":"s1","namespaceId":"ns","agentId":"` + emoji128 + `","completed":true}`,
-			want: parsed{Setup: setuprunner.Setup{ID: "s1", NamespaceID: "ns", AgentID: emoji128, Completed: true}}},
+			want: parsed{Setup: workspace.Setup{ID: "s1", NamespaceID: "ns", AgentID: emoji128, Completed: true}}},
 		{name: "agentId of 129 astral runes", payload: `{"id":"s1","namespaceId":"ns","agentId":"` + emoji128 + `😀","completed":true}`, want: failed},
 
 		// Closed schema.

@@ -90,7 +90,7 @@ const packageSearchDepth = 4
 // Every failure wraps ErrFailed. After a failure the workspace may hold
 // native setup's stock files and some submitted files, never a marker;
 // running Apply again with the same s is the way forward.
-func Apply(ctx context.Context, s Setup, o Options) error {
+func Apply(ctx context.Context, s workspace.Setup, o Options) error {
 	r := newRun(ctx, s, o)
 	err := r.apply()
 	r.logResult(err)
@@ -102,7 +102,7 @@ func Apply(ctx context.Context, s Setup, o Options) error {
 // in o.Workspace must exist and match it. It never writes and never runs
 // native setup; a failure (missing storage, a missing or divergent marker)
 // must keep the runtime from starting. Every failure wraps ErrFailed.
-func Verify(ctx context.Context, s Setup, o Options) error {
+func Verify(ctx context.Context, s workspace.Setup, o Options) error {
 	r := newRun(ctx, s, o)
 	err := r.verify()
 	r.logResult(err)
@@ -111,12 +111,12 @@ func Verify(ctx context.Context, s Setup, o Options) error {
 
 type run struct {
 	ctx context.Context
-	s   Setup
+	s   workspace.Setup
 	o   Options
 	log *slog.Logger
 }
 
-func newRun(ctx context.Context, s Setup, o Options) *run {
+func newRun(ctx context.Context, s workspace.Setup, o Options) *run {
 	w := o.Log
 	if w == nil {
 		w = io.Discard

@@ -165,7 +165,7 @@ func TestApplyRefuses(t *testing.T) {
 	tests := []struct {
 		name    string
 		prepare func(t *testing.T, dir string) (ws string) // dir: a fresh real directory
-		setup   func(s *setuprunner.Setup)
+		setup   func(s *workspace.Setup)
 		runtime *setuprunner.Runtime
 	}{
 		{
@@ -247,7 +247,7 @@ func TestApplyRefuses(t *testing.T) {
 		{
 			name:    "foreign defaults identity",
 			prepare: func(_ *testing.T, dir string) string { return filepath.Join(dir, "ws") },
-			setup:   func(s *setuprunner.Setup) { s.DefaultsID = strings.Repeat("0", 64) },
+			setup:   func(s *workspace.Setup) { s.DefaultsID = strings.Repeat("0", 64) },
 		},
 		{
 			name:    "no OpenClaw package above the executable",
@@ -266,12 +266,12 @@ func TestApplyRefuses(t *testing.T) {
 		{
 			name:    "completed setup given files",
 			prepare: func(_ *testing.T, dir string) string { return filepath.Join(dir, "ws") },
-			setup:   func(s *setuprunner.Setup) { s.Completed = true },
+			setup:   func(s *workspace.Setup) { s.Completed = true },
 		},
 		{
 			name:    "pending setup without files",
 			prepare: func(_ *testing.T, dir string) string { return filepath.Join(dir, "ws") },
-			setup:   func(s *setuprunner.Setup) { s.Files = map[string]string{} },
+			setup:   func(s *workspace.Setup) { s.Files = map[string]string{} },
 		},
 	}
 	for _, tt := range tests {

@@ -13,8 +13,10 @@
 //     (Version, Defaults) and their identity (DefaultsID, ComputeDefaultsID),
 //     with the template rendering (Render) and the JSON.stringify-compatible
 //     serializer (StringifyJS) that define that identity;
-//   - the setup identity and its marker serialization (Identity,
-//     MarshalMarker, MarkerName), shared by OCC and the setup runner.
+//   - the workspace setup (Setup), the one type Compute drivers deliver
+//     and the setup runner applies, and its identity and marker
+//     serialization (Identity, MarshalMarker, MarkerName), shared by OCC
+//     and the setup runner.
 //
 // # Why JavaScript compatibility
 //

@@ -146,7 +146,7 @@ var cases = []testCase{
 		// After activation the worker completes the record: later
 		// revisions carry the identity only, and drivers verify the
 		// marker instead of applying anything.
-		completed := pending.Identity()
+		completed := pending.WithoutFiles()
 		completed.Completed = true
 		second := f.revision(2)
 		f.activate(second, compute.RevisionContext{WorkspaceSetup: &completed})

@@ -767,7 +767,7 @@ func checkSetup(rev compute.Revision, s *compute.WorkspaceSetup) error {
 }
 
 func marker(s *compute.WorkspaceSetup) *compute.WorkspaceSetup {
-	m := s.Identity()
+	m := s.WithoutFiles()
 	m.Completed = false // the marker holds identity only
 	return &m
 }

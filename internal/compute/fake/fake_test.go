@@ -324,7 +324,7 @@ func TestViolations(t *testing.T) {
 				ignore(d.EnsureNamespace(ctx, w.ns))
 				_, _ = d.PrepareRevision(ctx, w.revs[0], compute.RevisionContext{WorkspaceSetup: s})
 				ignore(d.ActivateRevision(ctx, w.revs[0], compute.RevisionContext{WorkspaceSetup: s}))
-				completed := s.Identity()
+				completed := s.WithoutFiles()
 				completed.Completed = true
 				_, _ = d.PrepareRevision(ctx, w.revs[1], compute.RevisionContext{WorkspaceSetup: &completed})
 				ignore(d.ActivateRevision(ctx, w.revs[1], compute.RevisionContext{WorkspaceSetup: &completed}))
@@ -715,7 +715,7 @@ func TestWorkspaceSetup(t *testing.T) {
 			var wantMarker *compute.WorkspaceSetup
 			if tt.wantFiles {
 				wantFiles = w.setup().Files
-				m := s.Identity()
+				m := s.WithoutFiles()
 				wantMarker = &m
 			}
 			if diff := cmp.Diff(wantFiles, d.WorkspaceFiles(w.agent.ID)); diff != "" {
@@ -740,7 +740,7 @@ func TestWorkspaceSetup(t *testing.T) {
 }
 
 func completed(s *compute.WorkspaceSetup) *compute.WorkspaceSetup {
-	c := s.Identity()
+	c := s.WithoutFiles()
 	c.Completed = true
 	return &c
 }

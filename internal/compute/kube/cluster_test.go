@@ -201,7 +201,7 @@ func TestDeployLifecycle(t *testing.T) {
 		}
 	})
 
-	completed := setup.Identity()
+	completed := setup.WithoutFiles()
 	completed.Completed = true
 	rc2 := compute.RevisionContext{WorkspaceSetup: &completed}
 	rev2 := f.revision(2, `{"logging":{"level":"debug"}}`)

@@ -16,7 +16,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/openclaw/occ/internal/compute"
-	"github.com/openclaw/occ/internal/setuprunner"
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // Objects are everything one revision of an Agent needs in its tenant
@@ -146,7 +146,7 @@ func renderStatePVC(cfg Config, rev compute.Revision) *corev1.PersistentVolumeCl
 // which of the two payloads it holds, so the driver can tell from the
 // metadata alone.
 func RenderSetupSecret(namespaceID, agentID string, setup *compute.WorkspaceSetup, completed bool) (*corev1.Secret, error) {
-	identity := setuprunner.Setup{
+	identity := workspace.Setup{
 		ID: setup.ID, NamespaceID: setup.NamespaceID, AgentID: setup.AgentID, DefaultsID: setup.DefaultsID, Completed: true,
 	}
 	payload := identity

@@ -19,6 +19,7 @@ import (
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/setuprunner"
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // Fixed ids and their hashes (printf %s <id> | sha256sum).
@@ -500,7 +501,7 @@ func TestRenderDeployment(t *testing.T) {
 
 func TestRenderSetupSecret(t *testing.T) {
 	setup := unitSetup()
-	parse := func(b []byte) setuprunner.Setup {
+	parse := func(b []byte) workspace.Setup {
 		t.Helper()
 		s, err := setuprunner.ParsePayload(bytes.NewReader(b))
 		if err != nil {
@@ -508,13 +509,13 @@ func TestRenderSetupSecret(t *testing.T) {
 		}
 		return s
 	}
-	identity := setuprunner.Setup{ID: setup.ID, NamespaceID: nsID, AgentID: agentID, Completed: true}
+	identity := workspace.Setup{ID: setup.ID, NamespaceID: nsID, AgentID: agentID, Completed: true}
 
 	pending, err := RenderSetupSecret(nsID, agentID, setup, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(setuprunner.Setup{ID: setup.ID, NamespaceID: nsID, AgentID: agentID, Files: setup.Files}, parse(pending.Data[SetupPayloadKey])); diff != "" {
+	if diff := cmp.Diff(workspace.Setup{ID: setup.ID, NamespaceID: nsID, AgentID: agentID, Files: setup.Files}, parse(pending.Data[SetupPayloadKey])); diff != "" {
 		t.Errorf("pending payload (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(identity, parse(pending.Data[SetupIdentityKey])); diff != "" {

@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/digest"
-	"github.com/openclaw/occ/internal/setuprunner"
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // Names inside an Agent's directory (see the package documentation).
@@ -322,7 +322,7 @@ type identityFile struct {
 
 // readIdentity returns the persisted setup identity (Completed set, for
 // the verifier), nil when the Agent never had a setup applied.
-func (a *agent) readIdentity() (*setuprunner.Setup, error) {
+func (a *agent) readIdentity() (*workspace.Setup, error) {
 	b, err := os.ReadFile(a.path(fileIdentity))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -334,10 +334,10 @@ func (a *agent) readIdentity() (*setuprunner.Setup, error) {
 	if err := json.Unmarshal(b, &f); err != nil || f.ID == "" {
 		return nil, fmt.Errorf("local: %s is malformed", a.path(fileIdentity))
 	}
-	return &setuprunner.Setup{ID: f.ID, NamespaceID: f.NamespaceID, AgentID: f.AgentID, DefaultsID: f.DefaultsID, Completed: true}, nil
+	return &workspace.Setup{ID: f.ID, NamespaceID: f.NamespaceID, AgentID: f.AgentID, DefaultsID: f.DefaultsID, Completed: true}, nil
 }
 
-func (a *agent) writeIdentity(s setuprunner.Setup) error {
+func (a *agent) writeIdentity(s workspace.Setup) error {
 	b, err := json.Marshal(identityFile{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID})
 	if err != nil {
 		return err

@@ -359,7 +359,7 @@ func (ta testAgent) pendingSetup(files map[string]string) *compute.WorkspaceSetu
 }
 
 func completed(s *compute.WorkspaceSetup) *compute.WorkspaceSetup {
-	c := s.Identity()
+	c := s.WithoutFiles()
 	c.Completed = true
 	return &c
 }

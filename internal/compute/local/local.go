@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/setuprunner"
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // ID is the driver id recorded in each revision.
@@ -317,11 +318,11 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 // the gateway starts: the one delivered with the revision, else the one
 // persisted by an earlier Apply (so that a later revision without a setup
 // record still refuses to start over missing storage), else nil.
-func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *compute.WorkspaceSetup) (*setuprunner.Setup, error) {
+func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *compute.WorkspaceSetup) (*workspace.Setup, error) {
 	if ws == nil {
 		return a.readIdentity()
 	}
-	s := setuprunner.Setup{
+	s := workspace.Setup{
 		ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID,
 		Files: ws.Files, Completed: ws.Completed,
 	}
@@ -342,7 +343,7 @@ func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *
 }
 
 // verify runs the setup verifier: the marker must exist and match.
-func (d *Driver) verify(ctx context.Context, a *agent, id setuprunner.Setup) error {
+func (d *Driver) verify(ctx context.Context, a *agent, id workspace.Setup) error {
 	if err := setuprunner.Verify(ctx, id, d.setupOptions(a)); err != nil {
 		return d.setupError(ctx, "verify", err)
 	}
@@ -371,8 +372,8 @@ func (d *Driver) setupOptions(a *agent) setuprunner.Options {
 	}
 }
 
-func identityOf(s setuprunner.Setup) setuprunner.Setup {
-	return setuprunner.Setup{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID, Completed: true}
+func identityOf(s workspace.Setup) workspace.Setup {
+	return workspace.Setup{ID: s.ID, NamespaceID: s.NamespaceID, AgentID: s.AgentID, DefaultsID: s.DefaultsID, Completed: true}
 }
 
 // ActivateRevision records rev as the Agent's serving revision: the one
@@ -412,7 +413,7 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc 
 		return err
 	}
 	if ws := rc.WorkspaceSetup; ws != nil {
-		id := identityOf(setuprunner.Setup{ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID})
+		id := identityOf(workspace.Setup{ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID})
 		if err := d.verify(ctx, a, id); err != nil {
 			return err
 		}
