@@ -313,8 +313,12 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 	return outcome{finished: true}
 }
 
-// revisionOf converts a stored revision for the driver.
-func revisionOf(r store.Revision, agentName string) compute.Revision {
+// DriverRevision converts a stored revision into what a Compute driver is
+// given. It is the one conversion: drivers never import the store, so the
+// worker, which already translates store records for the drivers, owns it,
+// and the domain uses it too when it asks a driver for an Agent's gateway
+// endpoint (workspace files).
+func DriverRevision(r store.Revision, agentName string) compute.Revision {
 	return compute.Revision{ID: r.ID, NamespaceID: r.NamespaceID, AgentID: r.AgentID, AgentName: agentName,
 		Number: r.Number, ConfigurationID: r.ConfigurationID, ConfigurationGeneration: r.ConfigurationGeneration,
 		Configuration: r.Configuration}
@@ -352,7 +356,7 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 		rc.WorkspaceSetup = &compute.WorkspaceSetup{ID: setup.ID, NamespaceID: setup.NamespaceID, AgentID: setup.AgentID,
 			DefaultsID: setup.DefaultsID, Files: setup.Files, Completed: setup.Completed}
 	}
-	crev := revisionOf(rev, agent.Name)
+	crev := DriverRevision(rev, agent.Name)
 
 	cctx, cancel := w.call(ctx)
 	res, err := w.driver.PrepareRevision(cctx, crev, rc)
@@ -409,7 +413,7 @@ func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName 
 			continue
 		}
 		cctx, cancel := w.call(ctx)
-		err := w.driver.RetireRevision(cctx, revisionOf(old, agentName))
+		err := w.driver.RetireRevision(cctx, DriverRevision(old, agentName))
 		cancel()
 		if err != nil {
 			w.o.Logger.Warn("worker: retire old revision", "revision", old.ID, "error", err)
@@ -431,7 +435,7 @@ func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
 	}
 	for _, r := range revs {
 		cctx, cancel := w.call(ctx)
-		err := w.driver.StopRevision(cctx, revisionOf(r, agent.Name))
+		err := w.driver.StopRevision(cctx, DriverRevision(r, agent.Name))
 		cancel()
 		if err != nil {
 			return fromDriver(err, "STOP_FAILED")
@@ -456,7 +460,7 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 	}
 	for _, r := range revs {
 		cctx, cancel := w.call(ctx)
-		err := w.driver.RetireRevision(cctx, revisionOf(r, agent.Name))
+		err := w.driver.RetireRevision(cctx, DriverRevision(r, agent.Name))
 		cancel()
 		if err != nil {
 			return fromDriver(err, "RETIRE_FAILED")
