@@ -583,15 +583,67 @@ func (w *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Age
 	return w.inner.GetAgent(ctx, namespaceID, id)
 }
 
+// ListAgents shows exactly the Agents of the Namespace the caller may
+// read. A caller that may read the Namespace gets its (possibly empty)
+// list, and 404 if it does not exist. A caller that may not read the
+// Namespace but may read some of its Agents (a binding on an exact Agent)
+// gets those; one that may read neither gets 404, as a denial of Namespace
+// read (audited). A Namespace-scoped key outside its Namespace gets 403.
 func (w *Store) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
-	if err := w.gate(ctx, "ListAgents", store.ActionRead, NamespaceResource(namespaceID)); err != nil {
+	if err := w.authenticated(ctx, "ListAgents"); err != nil {
 		return nil, err
+	}
+	s := SubjectFrom(ctx)
+	if s.Kind == KindSystem {
+		return w.inner.ListAgents(ctx, namespaceID)
+	}
+	acc, err := load(ctx, w.inner, s)
+	if err != nil {
+		return nil, err
+	}
+	nsRes := NamespaceResource(namespaceID)
+	nsRead := acc.decide(store.ActionRead, nsRes)
+	if nsRead.OutOfScope {
+		return nil, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
+	}
+	if nsRead.Allowed {
+		// A reader of a missing Namespace learns that it is missing.
+		if _, err := w.inner.GetNamespace(ctx, namespaceID); err != nil {
+			return nil, err
+		}
 	}
 	all, err := w.inner.ListAgents(ctx, namespaceID)
 	if err != nil {
 		return nil, err
 	}
-	return filter(ctx, w, "ListAgents", all, func(a store.Agent) Resource { return agentResource(a.NamespaceID, a.ID) })
+	out := make([]store.Agent, 0, len(all))
+	for _, a := range all {
+		if acc.decide(store.ActionRead, agentResource(a.NamespaceID, a.ID)).Allowed {
+			out = append(out, a)
+		}
+	}
+	if !nsRead.Allowed && len(out) == 0 {
+		return nil, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
+	}
+	return out, nil
+}
+
+// GetAgentFor is how every operation on one existing Agent reads it: the
+// caller needs exactly action on that Agent, nothing on its Namespace
+// (implied by the path) and nothing on its revisions (they belong to the
+// Agent). A denial answers 404 when the caller may not read the Agent and
+// 403 when it may. Create is not an action on an existing Agent.
+func (w *Store) GetAgentFor(ctx context.Context, action store.Action, namespaceID, id string) (store.AgentScope, error) {
+	if err := w.authenticated(ctx, "GetAgentFor"); err != nil {
+		return store.AgentScope{}, err
+	}
+	if action == store.ActionCreate || !Supported(store.KindAgent, action) {
+		return store.AgentScope{}, errkind.Newf(errkind.Internal, "authz: %q is not an action on an existing Agent", action)
+	}
+	if err := w.gate(ctx, "GetAgentFor", action, agentResource(namespaceID, id)); err != nil {
+		return store.AgentScope{}, err
+	}
+	return w.inner.GetAgentFor(ctx, action, namespaceID, id)
 }
 
 // Workspace setups are private: only the worker reads or completes them.

@@ -102,19 +102,16 @@ func (s *Service) CreateAgent(ctx context.Context, namespaceID string, in AgentI
 	return a, err
 }
 
-// GetAgent returns a visible Agent.
+// GetAgent returns an Agent the caller may read. Read on the exact Agent
+// is enough: its Namespace is implied by the path.
 func (s *Service) GetAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
-	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
-		return store.Agent{}, err
-	}
 	return s.store.GetAgent(ctx, namespaceID, id)
 }
 
-// ListAgents returns the Agents of a Namespace the caller may read.
+// ListAgents returns exactly the Agents of a Namespace the caller may read
+// (the authorizing store answers 404 when it may read neither the
+// Namespace nor any of its Agents, or the Namespace does not exist).
 func (s *Service) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
-	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
-		return nil, err
-	}
 	return s.store.ListAgents(ctx, namespaceID)
 }
 
@@ -139,10 +136,11 @@ func (s *Service) UpdateAgent(ctx context.Context, namespaceID, id string, p Age
 	}
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		a, err := tx.GetAgent(ctx, namespaceID, id)
+		sc, err := tx.GetAgentFor(ctx, store.ActionUpdate, namespaceID, id)
 		if err != nil {
 			return err
 		}
+		a := sc.Agent
 		if a.Status != store.AgentActive {
 			return errAgentDeleting()
 		}
@@ -169,25 +167,20 @@ func errAgentDeleting() error {
 
 // Deploy snapshots the Agent's configuration into a new immutable revision,
 // asks for the Agent to run, and queues the deployment. The revision id is
-// the deployment id. The Namespace must be ready.
+// the deployment id. The Namespace must be ready; the caller needs deploy
+// on the Agent and read on its Configuration, nothing on the Namespace.
 func (s *Service) Deploy(ctx context.Context, namespaceID, id string) (store.Revision, error) {
 	var rev store.Revision
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		ns, err := tx.GetNamespace(ctx, namespaceID)
+		sc, err := tx.GetAgentFor(ctx, store.ActionDeploy, namespaceID, id)
 		if err != nil {
 			return err
 		}
-		a, err := tx.GetAgent(ctx, namespaceID, id)
-		if err != nil {
-			return err
-		}
-		if err := authorize(ctx, tx, store.ActionDeploy, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
-			return err
-		}
+		a := sc.Agent
 		if a.Status != store.AgentActive {
 			return errAgentDeleting()
 		}
-		if ns.Status != store.NamespaceReady {
+		if sc.Namespace.Status != store.NamespaceReady {
 			return errkind.WithCode(errkind.Conflict, errkind.CodeNamespaceNotReady, "The Namespace is not ready for deployments.")
 		}
 		cfg, err := tx.GetConfiguration(ctx, namespaceID, a.ConfigurationID)
@@ -228,13 +221,11 @@ func actorID(ctx context.Context) string {
 func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent, error) {
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		a, err := tx.GetAgent(ctx, namespaceID, id)
+		sc, err := tx.GetAgentFor(ctx, store.ActionOperate, namespaceID, id)
 		if err != nil {
 			return err
 		}
-		if err := authorize(ctx, tx, store.ActionOperate, authz.Resource{Kind: store.KindAgent, ID: id, NamespaceID: namespaceID}); err != nil {
-			return err
-		}
+		a := sc.Agent
 		if a.Status != store.AgentActive {
 			return errAgentDeleting()
 		}
@@ -257,10 +248,11 @@ func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent
 func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		a, err := tx.GetAgent(ctx, namespaceID, id)
+		sc, err := tx.GetAgentFor(ctx, store.ActionDelete, namespaceID, id)
 		if err != nil {
 			return err
 		}
+		a := sc.Agent
 		now := s.clock()
 		if out, err = tx.MarkAgentDeleting(ctx, namespaceID, id, actorID(ctx), now); err != nil {
 			return err

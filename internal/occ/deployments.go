@@ -44,11 +44,10 @@ type Deployment struct {
 	UpdatedAt   time.Time
 }
 
-// GetDeployment reports a deployment's status from its work item.
+// GetDeployment reports a deployment's status from its work item. The
+// caller needs read on the Agent and on its revisions, both of which a
+// binding on the exact Agent covers; nothing on the Namespace.
 func (s *Service) GetDeployment(ctx context.Context, namespaceID, agentID, revisionID string) (Deployment, error) {
-	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
-		return Deployment{}, err
-	}
 	if _, err := s.store.GetAgent(ctx, namespaceID, agentID); err != nil {
 		return Deployment{}, err
 	}

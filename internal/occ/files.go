@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/agentgw"
-	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/worker"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -26,15 +26,15 @@ const (
 	ReasonPreconditionFailed    = "PRECONDITION_FAILED"
 )
 
-// FileAccess is how the Service reaches running Agents' gateways. Without
-// it (nil Client or Driver) workspace file routes answer 503.
+// FileAccess is how the Service reaches running Agents' gateways; it is
+// part of the Service's Options. Without it (nil Client or Driver)
+// workspace file routes answer 503.
 type FileAccess struct {
 	Client agentgw.FileClient
 	Driver compute.Driver
-	// KeyFile and CAFile are used for Routed endpoints; without KeyFile a
+	// Routed authenticates to routed endpoints; without its KeyFile a
 	// routed endpoint is unavailable.
-	KeyFile string
-	CAFile  string
+	Routed agentgw.RoutedAuth
 	// Timeout bounds one operation from admission to the native answer
 	// (default 30 s). The request context's cancellation (a client that
 	// disconnects) ends it too.
@@ -48,9 +48,6 @@ func (s *Service) fileDeadline(ctx context.Context) (context.Context, context.Ca
 	}
 	return context.WithTimeout(ctx, d)
 }
-
-// SetFileAccess configures live workspace file access.
-func (s *Service) SetFileAccess(fa FileAccess) { s.files = fa }
 
 // WorkspaceFile is a file read from an Agent's gateway; Hash is the
 // SHA-256 (hex) of Content. Its wire form is apitypes.WorkspaceFile, with
@@ -83,25 +80,23 @@ func invalidName() error {
 }
 
 // activeTarget selects the exact Agent's active revision and resolves the
-// gateway to talk to. Order (reference: getAuthorizedActiveAgentRevision):
-// authorize (404 hidden / 403 visible), then for operate the Agent must be
-// active (409 AGENT_DELETING) and want to run (409 RESOURCE_CONFLICT); an
-// Agent with no active revision, or whose revision row is gone, is 503.
+// gateway to talk to. The caller needs action (read for a read, operate
+// for a write) on that exact Agent and nothing else: not its Namespace
+// (implied by the path), not its revisions (they belong to it). Order
+// (reference: getAuthorizedActiveAgentRevision): authorize (404 hidden /
+// 403 visible), then for operate the Agent must be active (409
+// AGENT_DELETING) and want to run (409 RESOURCE_CONFLICT); an Agent with
+// no active revision, or whose revision row is gone, is 503.
 func (s *Service) activeTarget(ctx context.Context, namespaceID, agentID string, action store.Action) (agentgw.Target, error) {
 	if s.files.Client == nil || s.files.Driver == nil {
 		return agentgw.Target{}, errFilesUnavailable
 	}
-	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
-		return agentgw.Target{}, err
-	}
-	a, err := s.store.GetAgent(ctx, namespaceID, agentID)
+	sc, err := s.store.GetAgentFor(ctx, action, namespaceID, agentID)
 	if err != nil {
 		return agentgw.Target{}, err
 	}
+	a := sc.Agent
 	if action != store.ActionRead {
-		if err := authorize(ctx, s.store, action, authz.Resource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}); err != nil {
-			return agentgw.Target{}, err
-		}
 		if a.Status != store.AgentActive {
 			return agentgw.Target{}, errAgentDeleting()
 		}
@@ -112,36 +107,21 @@ func (s *Service) activeTarget(ctx context.Context, namespaceID, agentID string,
 	if a.ActiveRevisionID == "" {
 		return agentgw.Target{}, errkind.New(errkind.Unavailable, "The Agent has no active revision yet.")
 	}
-	rev, err := s.store.GetRevision(ctx, namespaceID, agentID, a.ActiveRevisionID)
-	if err != nil {
-		if errkind.Is(err, errkind.NotFound) {
-			return agentgw.Target{}, errkind.New(errkind.Unavailable, "The Agent's active revision is not available.")
-		}
-		return agentgw.Target{}, err
+	if sc.ActiveRevision == nil {
+		return agentgw.Target{}, errkind.New(errkind.Unavailable, "The Agent's active revision is not available.")
 	}
-	ep, err := s.files.Driver.Endpoint(ctx, revisionForDriver(rev, a.Name))
+	ep, err := s.files.Driver.Endpoint(ctx, worker.DriverRevision(*sc.ActiveRevision, a.Name))
 	if err != nil {
 		return agentgw.Target{}, errkind.Wrap(errkind.Unavailable, "The Agent's gateway cannot be reached through its Compute driver.", err)
 	}
-	t := agentgw.Target{URL: ep.URL}
-	switch ep.Transport {
-	case compute.Direct:
-		t.Transport, t.TokenFile = agentgw.Direct, ep.TokenFile
-	case compute.Routed:
-		if s.files.KeyFile == "" {
-			return agentgw.Target{}, errkind.New(errkind.Unavailable, "Routed gateway access is not configured (no service key file).")
-		}
-		t.Transport, t.KeyFile, t.CAFile = agentgw.Routed, s.files.KeyFile, s.files.CAFile
-	default:
-		return agentgw.Target{}, errFilesUnavailable
+	t, err := agentgw.TargetFor(ep, s.files.Routed)
+	switch {
+	case errors.Is(err, agentgw.ErrRoutedNotConfigured):
+		return agentgw.Target{}, errkind.Wrap(errkind.Unavailable, "Routed gateway access is not configured (no service key file).", err)
+	case err != nil:
+		return agentgw.Target{}, errkind.Wrap(errkind.Unavailable, errFilesUnavailable.Message, err)
 	}
 	return t, nil
-}
-
-func revisionForDriver(r store.Revision, agentName string) compute.Revision {
-	return compute.Revision{ID: r.ID, NamespaceID: r.NamespaceID, AgentID: r.AgentID, AgentName: agentName,
-		Number: r.Number, ConfigurationID: r.ConfigurationID, ConfigurationGeneration: r.ConfigurationGeneration,
-		Configuration: r.Configuration}
 }
 
 // GetWorkspaceFile reads one of the four files from the Agent's running

@@ -2,7 +2,9 @@
 // Namespace, change a Configuration, grant a role or issue a service key.
 // Handlers call it after decoding a request; it validates input, calls the
 // authorizing store (every access is checked there, never here) and
-// records audit events for successful changes.
+// records audit events for successful changes. An operation on one
+// existing Agent reads it with Store.GetAgentFor and the operation's own
+// action, so it is decided on that Agent alone.
 //
 // Failure semantics: validation errors are errkind.Invalid with field
 // details; store errors pass through unchanged (NotFound, Conflict,
@@ -12,32 +14,62 @@ package occ
 
 import (
 	"context"
-	"github.com/openclaw/occ/internal/authz"
 	"regexp"
 	"time"
 
 	"github.com/openclaw/occ/internal/audit"
+	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Service is the domain API. Its store must be the authorizing wrapper.
+// authorizer is what the domain needs of the authorizing store besides its
+// data methods: an operation's own permission checked exactly as a store
+// call would check it (the 403/404 choice, the denial audit), and a
+// side-effect-free decision for checks that are no single call.
+type authorizer interface {
+	Authorize(ctx context.Context, action store.Action, res authz.Resource) error
+	Decide(ctx context.Context, action store.Action, res authz.Resource) (authz.Decision, error)
+}
+
+// AuthorizingStore is the store the Service works on: the authorization
+// layer's wrapper (authz.Store), whose transactions are wrapped the same
+// way.
+type AuthorizingStore interface {
+	store.Store
+	authorizer
+}
+
+// Service is the domain API.
 type Service struct {
-	store    store.Store
+	store    AuthorizingStore
 	audit    *audit.Recorder
 	now      func() time.Time
 	driverID string
 	files    FileAccess
 }
 
-// New returns a Service over the authorizing store s. driverID names the
-// Compute driver new revisions are deployed with.
-func New(s store.Store, rec *audit.Recorder, now func() time.Time, driverID string) *Service {
-	if now == nil {
-		now = time.Now
+// Options are what a Service is built from.
+type Options struct {
+	// Store is the authorizing store; Audit records on it.
+	Store AuthorizingStore
+	Audit *audit.Recorder
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// DriverID names the Compute driver new revisions are deployed with.
+	DriverID string
+	// Files reaches running Agents' gateways; its zero value (no Client or
+	// Driver) makes the workspace file operations answer unavailable.
+	Files FileAccess
+}
+
+// New returns a Service built from o.
+func New(o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	return &Service{store: s, audit: rec, now: now, driverID: driverID}
+	return &Service{store: o.Store, audit: o.Audit, now: o.Now, driverID: o.DriverID, files: o.Files}
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
@@ -66,11 +98,23 @@ func validateName(path, name string) error {
 // authorize checks (action, res) on the transaction's authorizing store
 // (the operation's own permission, before it looks anything else up).
 func authorize(ctx context.Context, tx store.Store, action store.Action, res authz.Resource) error {
-	az, ok := tx.(*authz.Store)
-	if !ok {
-		return errkind.New(errkind.Internal, "service store is not the authorizing store")
+	az, err := authorizerOf(tx)
+	if err != nil {
+		return err
 	}
 	return az.Authorize(ctx, action, res)
+}
+
+// authorizerOf returns the authorizer of a store the Service was handed:
+// its own AuthorizingStore, or a transaction of it (which InTx hands on as
+// a plain store.Store). Anything else is a wiring bug, refused as Internal
+// rather than run unchecked.
+func authorizerOf(tx store.Store) (authorizer, error) {
+	az, ok := tx.(authorizer)
+	if !ok {
+		return nil, errkind.New(errkind.Internal, "service store is not the authorizing store")
+	}
+	return az, nil
 }
 
 // requireAdmin checks installation administer before an administrative

@@ -188,9 +188,9 @@ func (s *Service) IssueServiceKey(ctx context.Context, in ServiceKeyInput) (Issu
 func (s *Service) issuerCovers(ctx context.Context, tx store.Store, principalID string) error {
 	// Decide on the transaction's own store: a second connection could
 	// not be had while this transaction holds SQLite's only writer.
-	az, ok := tx.(*authz.Store)
-	if !ok {
-		return errkind.New(errkind.Internal, "service store is not the authorizing store")
+	az, err := authorizerOf(tx)
+	if err != nil {
+		return err
 	}
 	grants, err := tx.ListGrants(ctx, principalID)
 	if err != nil {

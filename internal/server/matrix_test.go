@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ type fixture struct {
 	agent1   string
 	rev1     string
 	files    string // an Agent with an active revision, for file routes
+	other    string // another Agent of ns1, for callers bound to it
 	n        int
 }
 
@@ -37,6 +39,34 @@ func (f *fixture) agent() string {
 }
 
 func (f *fixture) seq() int { f.n++; return f.n }
+
+// bind grants role to subject on one exact resource of ns1 (kind
+// namespace: ns1 itself) and returns how to remove the binding again.
+func (f *fixture) bind(subject, role string, kind store.ResourceKind, id string) (undo func()) {
+	var b idOnly
+	f.e.must("POST", "/iam/access-bindings", map[string]string{"subjectId": subject, "roleId": role,
+		"namespaceId": f.ns1, "resourceKind": string(kind), "resourceId": id}, f.e.admin, 201, &b)
+	return func() { f.e.must("DELETE", "/iam/access-bindings/"+b.ID, nil, f.e.admin, 200, nil) }
+}
+
+// restrictAgent denies subject action on the exact Agent id of ns1 and
+// returns how to remove the restriction again.
+func (f *fixture) restrictAgent(subject string, action store.Action, id string) (undo func()) {
+	var r idOnly
+	f.e.must("POST", "/iam/restrictions", map[string]string{"subjectId": subject, "action": string(action),
+		"resourceKind": string(store.KindAgent), "namespaceId": f.ns1, "resourceId": id}, f.e.admin, 201, &r)
+	return func() { f.e.must("DELETE", "/iam/restrictions/"+r.ID, nil, f.e.admin, 200, nil) }
+}
+
+// agentOf is the Agent a request path names (agent1 for the Agent list).
+func (f *fixture) agentOf(path string) string {
+	_, rest, ok := strings.Cut(path, "/agents/")
+	if !ok {
+		return f.agent1
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id
+}
 
 func (f *fixture) namespace() string {
 	var ns idOnly
@@ -73,6 +103,36 @@ type matrixRoute struct {
 	nsKey int
 	// build returns the request path and body; it may create fixtures.
 	build func(f *fixture) (path string, body any)
+	// agent, for the routes of one Agent (and the Agent list), says what
+	// callers scoped to one Agent or one Namespace get.
+	agent *agentCase
+}
+
+// agentCase is the expectation of an Agent route for callers whose grants
+// or restrictions name the exact Agent of the path (for the list: agent1).
+// A caller bound to that exact Agent and a caller bound to the exact
+// Namespace both get the route's ok status.
+type agentCase struct {
+	// action is the Agent action a deny restriction on the exact Agent
+	// names (read for the revision and deployment reads: the Agent's
+	// read decides whether its revisions are visible).
+	action store.Action
+	// restricted is the status for a caller holding every grant
+	// installation-wide and a deny restriction on action on the exact
+	// Agent.
+	restricted int
+	// other is the status for a caller bound to another Agent of the same
+	// Namespace (404; the list answers 200, showing only that Agent).
+	other int
+	// config is true when the route also reads the Agent's Configuration
+	// (PATCH and deploy): the exact-Agent caller then also needs read on
+	// that Configuration, and without it gets configNeeded.
+	config       bool
+	configNeeded int
+}
+
+func agentRoute(action store.Action, restricted int) *agentCase {
+	return &agentCase{action: action, restricted: restricted, other: 404}
 }
 
 func perm(a store.Action, k store.ResourceKind) *store.Permission {
@@ -118,39 +178,39 @@ func matrixRoutes() map[string]matrixRoute {
 			build: func(f *fixture) (string, any) { return "/namespaces/" + f.namespace(), nil }},
 
 		"GET /namespaces/{ns}/agents": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents", nil }},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents", nil }, agent: &agentCase{action: store.ActionRead, restricted: 200, other: 200}},
 		"POST /namespaces/{ns}/agents": {perm: perm(store.ActionCreate, store.KindAgent), ok: 201, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents", map[string]any{"name": fmt.Sprintf("a-%d", f.seq()), "configurationId": f.cfg1}
 			}},
 		"GET /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1, nil }},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1, nil }, agent: agentRoute(store.ActionRead, 404)},
 		"PATCH /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionUpdate, store.KindAgent), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1, map[string]any{"configurationId": f.cfg1}
-			}},
+			}, agent: &agentCase{action: store.ActionUpdate, restricted: 403, other: 404, config: true, configNeeded: 404}},
 		"DELETE /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionDelete, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent(), nil }},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent(), nil }, agent: agentRoute(store.ActionDelete, 403)},
 		"POST /namespaces/{ns}/agents/{agentId}/deploy": {perm: perm(store.ActionDeploy, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deploy", nil }},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deploy", nil }, agent: &agentCase{action: store.ActionDeploy, restricted: 403, other: 404, config: true, configNeeded: 404}},
 		"POST /namespaces/{ns}/agents/{agentId}/stop": {perm: perm(store.ActionOperate, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/stop", nil }},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/stop", nil }, agent: agentRoute(store.ActionOperate, 403)},
 		"GET /namespaces/{ns}/agents/{agentId}/revisions": {perm: perm(store.ActionRead, store.KindAgentRevision), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/revisions", nil
-			}},
+			}, agent: agentRoute(store.ActionRead, 404)},
 		"GET /namespaces/{ns}/agents/{agentId}/deployments/{deploymentId}": {perm: perm(store.ActionRead, store.KindAgentRevision), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deployments/" + f.rev1, nil
-			}},
+			}, agent: agentRoute(store.ActionRead, 404)},
 		"GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.files + "/workspace/files/SOUL.md", nil
-			}},
+			}, agent: agentRoute(store.ActionRead, 404)},
 		"PUT /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": {perm: perm(store.ActionOperate, store.KindAgent), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.files + "/workspace/files/SOUL.md", map[string]string{"content": "soul"}
-			}},
+			}, agent: agentRoute(store.ActionOperate, 403)},
 		"GET /workspace-defaults": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/workspace-defaults")},
 
 		"GET /namespaces/{ns}/configurations": {perm: perm(store.ActionRead, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
@@ -252,6 +312,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if drv.Active(f.files) == "" {
 			t.Fatal("the file routes' Agent did not activate")
 		}
+		f.other = f.agent()
 
 		_, noGrant := e.user("nogrant@example.com", "")
 		_, granted := e.user("granted@example.com", authz.RoleAdministratorID)
@@ -266,6 +327,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 		later := newClock()
 		later.Advance(31 * 24 * time.Hour)
 		lateSrv := server.New(server.Options{Store: st, PublicOrigin: testOrigin, Now: later.Now})
+
+		// Callers scoped to one Agent or one Namespace of ns1. The
+		// exact-Agent caller is bound per request to the Agent the path
+		// names; the other-Agent caller holds the same grants on another
+		// Agent of ns1 (and read on the Configuration, so that only the
+		// Agent decides).
+		agentUserID, agentUser := e.user("exact-agent@example.com", "")
+		agentUser.name = "exact-Agent binding"
+		otherUserID, otherUser := e.user("other-agent@example.com", "")
+		otherUser.name = "binding on another Agent"
+		f.bind(otherUserID, authz.RoleAdministratorID, store.KindAgent, f.other)
+		f.bind(otherUserID, authz.RoleViewerID, store.KindConfiguration, f.cfg1)
+		nsUserID, nsUser := e.user("exact-namespace@example.com", "")
+		nsUser.name = "exact-Namespace binding"
+		f.bind(nsUserID, authz.RoleAdministratorID, store.KindNamespace, f.ns1)
 
 		keyWithAdminCookie := cred{key: noGrantKey.key, cookie: e.admin.cookie, name: "no-grant key + admin cookie"}
 		badKeyWithAdminCookie := cred{key: revokedKey.key, cookie: e.admin.cookie, name: "revoked key + admin cookie"}
@@ -327,11 +403,99 @@ func TestAuthorizationMatrix(t *testing.T) {
 					want["deny restriction"] = m.restricted
 					e.must("DELETE", "/iam/restrictions/"+r.ID, nil, e.admin, 200, nil)
 				}
+				if a := m.agent; a != nil {
+					// scoped sends the request as c after setup has given
+					// the grants or restrictions naming the path's Agent.
+					scoped := func(c cred, setup func(agentID string) []func()) int {
+						path, body := m.build(f)
+						for _, undo := range setup(f.agentOf(path)) {
+							defer undo()
+						}
+						code, _, _ := e.do(rt.Method, path, body, c)
+						return code
+					}
+					none := func(string) []func() { return nil }
+					exactAgent := func(id string) []func() {
+						undo := []func(){f.bind(agentUserID, authz.RoleAdministratorID, store.KindAgent, id)}
+						if a.config {
+							undo = append(undo, f.bind(agentUserID, authz.RoleViewerID, store.KindConfiguration, f.cfg1))
+						}
+						return undo
+					}
+					got["exact-Agent binding"] = scoped(agentUser, exactAgent)
+					want["exact-Agent binding"] = m.ok
+					if a.config {
+						got["exact-Agent binding without the Configuration"] = scoped(agentUser, func(id string) []func() {
+							return []func(){f.bind(agentUserID, authz.RoleAdministratorID, store.KindAgent, id)}
+						})
+						want["exact-Agent binding without the Configuration"] = a.configNeeded
+					}
+					got["binding on another Agent"] = scoped(otherUser, none)
+					want["binding on another Agent"] = a.other
+					got["exact-Namespace binding"] = scoped(nsUser, none)
+					want["exact-Namespace binding"] = m.ok
+					got["deny restriction on the exact Agent"] = scoped(restricted, func(id string) []func() {
+						return []func(){f.restrictAgent(restrictedID, a.action, id)}
+					})
+					want["deny restriction on the exact Agent"] = a.restricted
+				}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("%s: status by caller (-want +got):\n%s", key, diff)
 				}
 			})
 		}
+		t.Run("Agent list and Agent reads by scope", func(t *testing.T) {
+			undo := f.bind(agentUserID, authz.RoleAdministratorID, store.KindAgent, f.agent1)
+			defer undo()
+			undoR := f.restrictAgent(restrictedID, store.ActionRead, f.agent1)
+			defer undoR()
+			var all struct{ Items []idOnly }
+			e.must("GET", "/namespaces/"+f.ns1+"/agents", nil, e.admin, 200, &all)
+			var allButAgent1 []string
+			for _, a := range all.Items {
+				if a.ID != f.agent1 {
+					allButAgent1 = append(allButAgent1, a.ID)
+				}
+			}
+			const missingNS = "ns_00000000-0000-4000-8000-000000000000"
+			tests := []struct {
+				name string
+				c    cred
+				path string
+				code int
+				ids  []string // for 200 on a list: exactly these Agents
+			}{
+				{"exact-Agent binding lists only its Agent", agentUser, "/namespaces/" + f.ns1 + "/agents", 200, []string{f.agent1}},
+				{"other-Agent binding lists only its Agent", otherUser, "/namespaces/" + f.ns1 + "/agents", 200, []string{f.other}},
+				{"exact-Namespace binding lists every Agent", nsUser, "/namespaces/" + f.ns1 + "/agents", 200, idsOf(all.Items)},
+				{"restricted read on agent1 hides it from the list", restricted, "/namespaces/" + f.ns1 + "/agents", 200, allButAgent1},
+				{"no grant in the Namespace", noGrant, "/namespaces/" + f.ns1 + "/agents", 404, nil},
+				{"exact-Agent binding, another Namespace", agentUser, "/namespaces/" + f.ns2 + "/agents", 404, nil},
+				{"administrator, missing Namespace", e.admin, "/namespaces/" + missingNS + "/agents", 404, nil},
+				{"exact-Agent binding, missing Namespace", agentUser, "/namespaces/" + missingNS + "/agents", 404, nil},
+				{"exact-Agent binding, its Agent under a missing Namespace", agentUser, "/namespaces/" + missingNS + "/agents/" + f.agent1, 404, nil},
+				{"exact-Agent binding, its Agent under another Namespace", agentUser, "/namespaces/" + f.ns2 + "/agents/" + f.agent1, 404, nil},
+				{"exact-Agent binding cannot read the Namespace", agentUser, "/namespaces/" + f.ns1, 404, nil},
+				{"exact-Agent binding cannot read another Agent", agentUser, "/namespaces/" + f.ns1 + "/agents/" + f.other, 404, nil},
+			}
+			for _, tc := range tests {
+				code, env, _ := e.do("GET", tc.path, nil, tc.c)
+				if code != tc.code {
+					t.Errorf("%s: GET %s: status %d, want %d", tc.name, tc.path, code, tc.code)
+					continue
+				}
+				if tc.ids == nil {
+					continue
+				}
+				var got struct{ Items []idOnly }
+				if err := jsonUnmarshal(env.Data, &got); err != nil {
+					t.Fatalf("%s: decode the list: %v", tc.name, err)
+				}
+				if diff := cmp.Diff(sortedIDs(tc.ids), sortedIDs(idsOf(got.Items))); diff != "" {
+					t.Errorf("%s: listed Agents (-want +got):\n%s", tc.name, diff)
+				}
+			}
+		})
 		for key := range table {
 			found := false
 			for _, rt := range e.srv.Routes {
@@ -344,6 +508,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 		}
 	})
+}
+
+func idsOf(xs []idOnly) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, x.ID)
+	}
+	return out
+}
+
+func sortedIDs(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
 }
 
 // TestSignInOut covers the two routes that change the caller's session.

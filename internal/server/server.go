@@ -98,11 +98,12 @@ func New(o Options) *Server {
 		rec.Denial(ctx, s, a, res, d)
 	})
 	rec = audit.NewRecorder(az, o.Now, httpx.RequestIDFrom, o.Logger)
-	svc := occ.New(az, rec, o.Now, o.Driver.ID())
+	var files occ.FileAccess
 	if o.Files != nil {
-		svc.SetFileAccess(occ.FileAccess{Client: o.Files, Driver: o.Driver, KeyFile: o.GatewayKeyFile,
-			CAFile: o.GatewayCAFile, Timeout: o.FileTimeout})
+		files = occ.FileAccess{Client: o.Files, Driver: o.Driver, Timeout: o.FileTimeout,
+			Routed: agentgw.RoutedAuth{KeyFile: o.GatewayKeyFile, CAFile: o.GatewayCAFile}}
 	}
+	svc := occ.New(occ.Options{Store: az, Audit: rec, Now: o.Now, DriverID: o.Driver.ID(), Files: files})
 	handlers := api.New(svc, authn.NewSessions(az, o.Now, o.SessionTTL, https))
 	routes := Routes(handlers, &Health{Ping: o.Ping})
 

@@ -104,6 +104,15 @@ type Store interface {
 	CreateAgent(ctx context.Context, a Agent, setup *WorkspaceSetup) error
 	GetAgent(ctx context.Context, namespaceID, id string) (Agent, error)
 	ListAgents(ctx context.Context, namespaceID string) ([]Agent, error)
+	// GetAgentFor reads an Agent for an operation that needs action on
+	// that exact Agent, with what such operations decide on: its
+	// Namespace (for example, its status before a deployment) and its
+	// active revision (nil when it has none or that row is gone). It is
+	// NotFound when the Agent does not exist in the Namespace. The store
+	// itself ignores action; the authorizing wrapper checks exactly
+	// (action, the Agent), because the Namespace is implied by the path
+	// and the revision belongs to the Agent.
+	GetAgentFor(ctx context.Context, action Action, namespaceID, id string) (AgentScope, error)
 
 	// Agent changes are split by intent so that each needs its own
 	// permission: UpdateAgent changes name and configuration (update);

@@ -79,6 +79,17 @@ type Agent struct {
 	UpdatedAt           time.Time
 }
 
+// AgentScope is an Agent with its Namespace and its active revision, as
+// Store.GetAgentFor reads them for one operation on the Agent. It is never
+// sent to a client.
+type AgentScope struct {
+	Agent     Agent
+	Namespace Namespace
+	// ActiveRevision is nil when the Agent has no active revision, or when
+	// its row is gone.
+	ActiveRevision *Revision
+}
+
 // Revision is an immutable snapshot of what one deployment runs. Its id is
 // also the deployment id. It never carries workspace setup data.
 type Revision struct {

@@ -81,6 +81,37 @@ func (s *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Age
 }
 
 // ListAgents returns the Namespace's Agents, oldest first.
+// GetAgentFor reads the Agent, its Namespace and its active revision. It
+// opens no transaction of its own (on SQLite that would take the write
+// lock for a read); inside the caller's transaction the three reads see
+// that transaction. A dangling active revision id (no row) leaves
+// ActiveRevision nil rather than failing: the caller decides what an Agent
+// without a usable revision means. action is for the authorizing wrapper;
+// the store ignores it.
+func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id string) (store.AgentScope, error) {
+	a, err := s.GetAgent(ctx, namespaceID, id)
+	if err != nil {
+		return store.AgentScope{}, err
+	}
+	ns, err := s.GetNamespace(ctx, namespaceID)
+	if err != nil {
+		return store.AgentScope{}, err
+	}
+	out := store.AgentScope{Agent: a, Namespace: ns}
+	if a.ActiveRevisionID == "" {
+		return out, nil
+	}
+	rev, err := s.GetRevision(ctx, namespaceID, id, a.ActiveRevisionID)
+	switch {
+	case errkind.Is(err, errkind.NotFound):
+		return out, nil
+	case err != nil:
+		return store.AgentScope{}, err
+	}
+	out.ActiveRevision = &rev
+	return out, nil
+}
+
 func (s *Store) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
 	return list(ctx, s, "list agents", scanAgent,
 		`SELECT `+agentColumns+` FROM agents WHERE namespace_id = ? ORDER BY created_at, id`, namespaceID)

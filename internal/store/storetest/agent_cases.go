@@ -41,6 +41,52 @@ var agentCases = []testCase{
 		_, err = h.Store.GetWorkspaceSetup(ctx(t), a.NamespaceID, a.ID)
 		wantErr(t, "GetWorkspaceSetup of an agent created without one", err, errkind.NotFound, "")
 	}},
+	{"Agent/GetAgentFor", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		ns := f.namespace()
+		cfg := f.configuration(ns)
+		a := f.agent(cfg)
+
+		// No active revision yet. The action is the wrapper's: the store
+		// answers the same for every action.
+		for _, action := range []store.Action{store.ActionRead, store.ActionOperate, store.ActionDeploy} {
+			got, err := h.Store.GetAgentFor(ctx(t), action, a.NamespaceID, a.ID)
+			must(t, "GetAgentFor "+string(action), err)
+			check(t, "GetAgentFor without an active revision", store.AgentScope{Agent: a, Namespace: ns}, got)
+		}
+
+		// An active revision is returned with the Agent.
+		rev := f.revision(a)
+		f.revision(a) // a newer, inactive revision is not the active one
+		must(t, "set the active revision", rawExec(t, h, `UPDATE agents SET active_revision_id = ? WHERE id = ?`, rev.ID, a.ID))
+		a.ActiveRevisionID = rev.ID
+		got, err := h.Store.GetAgentFor(ctx(t), store.ActionRead, a.NamespaceID, a.ID)
+		must(t, "GetAgentFor", err)
+		check(t, "GetAgentFor with an active revision", store.AgentScope{Agent: a, Namespace: ns, ActiveRevision: &rev}, got)
+
+		// Inside a transaction it reads that transaction.
+		err = h.Store.InTx(ctx(t), func(tx store.Store) error {
+			got, err := tx.GetAgentFor(ctx(t), store.ActionDeploy, a.NamespaceID, a.ID)
+			check(t, "GetAgentFor in a transaction", store.AgentScope{Agent: a, Namespace: ns, ActiveRevision: &rev}, got)
+			return err
+		})
+		must(t, "InTx", err)
+
+		// A dangling active revision id leaves ActiveRevision nil.
+		dangling := ids.New(ids.Revision)
+		must(t, "set a dangling active revision", rawExec(t, h, `UPDATE agents SET active_revision_id = ? WHERE id = ?`, dangling, a.ID))
+		a.ActiveRevisionID = dangling
+		got, err = h.Store.GetAgentFor(ctx(t), store.ActionRead, a.NamespaceID, a.ID)
+		must(t, "GetAgentFor with a dangling active revision", err)
+		check(t, "GetAgentFor with a dangling active revision", store.AgentScope{Agent: a, Namespace: ns}, got)
+
+		_, err = h.Store.GetAgentFor(ctx(t), store.ActionRead, f.namespace().ID, a.ID)
+		wantErr(t, "GetAgentFor through another namespace", err, errkind.NotFound, "")
+		_, err = h.Store.GetAgentFor(ctx(t), store.ActionRead, ids.New(ids.Namespace), a.ID)
+		wantErr(t, "GetAgentFor through a missing namespace", err, errkind.NotFound, "")
+		_, err = h.Store.GetAgentFor(ctx(t), store.ActionRead, a.NamespaceID, ids.New(ids.Agent))
+		wantErr(t, "GetAgentFor unknown id", err, errkind.NotFound, "")
+	}},
 	{"Agent/CreateErrors", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		cfg := f.configuration(f.namespace())
