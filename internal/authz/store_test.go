@@ -72,3 +72,17 @@ func TestSystemSubjectsAreLimited(t *testing.T) {
 		}
 	}
 }
+
+// TestGetAgentForRefusesNonAgentActions: GetAgentFor serves operations on
+// an existing Agent, so an action that is not one (create, or an action
+// Agents do not have) is a programming error, refused before any data is
+// read.
+func TestGetAgentForRefusesNonAgentActions(t *testing.T) {
+	w := Wrap(panicStore{}, nil)
+	ctx := WithSubject(context.Background(), &Subject{ID: "usr_1", Kind: KindUser, Credential: "session"})
+	for _, a := range []store.Action{store.ActionCreate, "", "fly"} {
+		if _, err := w.GetAgentFor(ctx, a, "ns_1", "agt_1"); !errkind.Is(err, errkind.Internal) {
+			t.Errorf("GetAgentFor(%q): err = %v, want Internal", a, err)
+		}
+	}
+}

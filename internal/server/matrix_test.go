@@ -496,6 +496,43 @@ func TestAuthorizationMatrix(t *testing.T) {
 				}
 			}
 		})
+		t.Run("one permission on the exact Agent is enough", func(t *testing.T) {
+			// A role holding a single Agent permission, bound to the exact
+			// Agent: the file routes need exactly read (GET) or operate
+			// (PUT), stop exactly operate; nothing on the Namespace or the
+			// revisions.
+			role := func(a store.Action) string {
+				var r idOnly
+				e.must("POST", "/iam/roles", map[string]any{"name": fmt.Sprintf("only-%s-%d", a, f.seq()),
+					"permissions": []store.Permission{{Action: a, ResourceKind: store.KindAgent}}}, e.admin, 201, &r)
+				return r.ID
+			}
+			readerID, reader := e.user("agent-reader@example.com", "")
+			defer f.bind(readerID, role(store.ActionRead), store.KindAgent, f.files)()
+			operatorID, operator := e.user("agent-operator@example.com", "")
+			defer f.bind(operatorID, role(store.ActionOperate), store.KindAgent, f.files)()
+			file := "/namespaces/" + f.ns1 + "/agents/" + f.files + "/workspace/files/SOUL.md"
+			tests := []struct {
+				name   string
+				c      cred
+				method string
+				path   string
+				body   any
+				code   int
+			}{
+				{"read: GET file", reader, "GET", file, nil, 200},
+				{"read: GET Agent", reader, "GET", "/namespaces/" + f.ns1 + "/agents/" + f.files, nil, 200},
+				{"read: PUT file is visible but forbidden", reader, "PUT", file, map[string]string{"content": "soul"}, 403},
+				{"operate: PUT file", operator, "PUT", file, map[string]string{"content": "soul"}, 200},
+				{"operate: GET file is hidden", operator, "GET", file, nil, 404},
+				{"operate: GET Agent is hidden", operator, "GET", "/namespaces/" + f.ns1 + "/agents/" + f.files, nil, 404},
+			}
+			for _, tc := range tests {
+				if code, env, _ := e.do(tc.method, tc.path, tc.body, tc.c); code != tc.code {
+					t.Errorf("%s: %s %s: status %d, want %d; error %+v", tc.name, tc.method, tc.path, code, tc.code, env.Error)
+				}
+			}
+		})
 		for key := range table {
 			found := false
 			for _, rt := range e.srv.Routes {
