@@ -11,7 +11,6 @@ import (
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
-	"github.com/openclaw/occ/internal/worker"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -110,7 +109,7 @@ func (s *Service) activeTarget(ctx context.Context, namespaceID, agentID string,
 	if sc.ActiveRevision == nil {
 		return agentgw.Target{}, errkind.New(errkind.Unavailable, "The Agent's active revision is not available.")
 	}
-	ep, err := s.files.Driver.Endpoint(ctx, worker.DriverRevision(*sc.ActiveRevision, a.Name))
+	ep, err := s.files.Driver.Endpoint(ctx, sc.ActiveRevision.ForDriver(a.Name))
 	if err != nil {
 		return agentgw.Target{}, errkind.Wrap(errkind.Unavailable, "The Agent's gateway cannot be reached through its Compute driver.", err)
 	}

@@ -313,17 +313,6 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 	return outcome{finished: true}
 }
 
-// DriverRevision converts a stored revision into what a Compute driver is
-// given. It is the one conversion: drivers never import the store, so the
-// worker, which already translates store records for the drivers, owns it,
-// and the domain uses it too when it asks a driver for an Agent's gateway
-// endpoint (workspace files).
-func DriverRevision(r store.Revision, agentName string) compute.Revision {
-	return compute.Revision{ID: r.ID, NamespaceID: r.NamespaceID, AgentID: r.AgentID, AgentName: agentName,
-		Number: r.Number, ConfigurationID: r.ConfigurationID, ConfigurationGeneration: r.ConfigurationGeneration,
-		Configuration: r.Configuration}
-}
-
 // deploy prepares and activates one revision. Order: the setup capability
 // check (before anything touches the backend), prepare until ready,
 // driver activation, the activation transaction, retirement of older
@@ -356,7 +345,7 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 		rc.WorkspaceSetup = &compute.WorkspaceSetup{ID: setup.ID, NamespaceID: setup.NamespaceID, AgentID: setup.AgentID,
 			DefaultsID: setup.DefaultsID, Files: setup.Files, Completed: setup.Completed}
 	}
-	crev := DriverRevision(rev, agent.Name)
+	crev := rev.ForDriver(agent.Name)
 
 	cctx, cancel := w.call(ctx)
 	res, err := w.driver.PrepareRevision(cctx, crev, rc)
@@ -413,7 +402,7 @@ func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName 
 			continue
 		}
 		cctx, cancel := w.call(ctx)
-		err := w.driver.RetireRevision(cctx, DriverRevision(old, agentName))
+		err := w.driver.RetireRevision(cctx, old.ForDriver(agentName))
 		cancel()
 		if err != nil {
 			w.o.Logger.Warn("worker: retire old revision", "revision", old.ID, "error", err)
@@ -435,7 +424,7 @@ func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
 	}
 	for _, r := range revs {
 		cctx, cancel := w.call(ctx)
-		err := w.driver.StopRevision(cctx, DriverRevision(r, agent.Name))
+		err := w.driver.StopRevision(cctx, r.ForDriver(agent.Name))
 		cancel()
 		if err != nil {
 			return fromDriver(err, "STOP_FAILED")
@@ -460,7 +449,7 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 	}
 	for _, r := range revs {
 		cctx, cancel := w.call(ctx)
-		err := w.driver.RetireRevision(cctx, DriverRevision(r, agent.Name))
+		err := w.driver.RetireRevision(cctx, r.ForDriver(agent.Name))
 		cancel()
 		if err != nil {
 			return fromDriver(err, "RETIRE_FAILED")
