@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: everything `make test` (and so CI) does, on a fresh Debian 12 machine or a developer's.
 #
-#   1. gofmt, go vet and staticcheck (built from its module into $HOME/.cache/occ/tools-bin) must
+#   1. scripts/lint.sh (also `make lint`): gofmt, goimports grouping, go vet and staticcheck (the
+#      tools built from their modules into $HOME/.cache/occ/tools-bin) must
 #      report nothing;
 #   2. start the test PostgreSQL (scripts/testenv/postgres.sh; idempotent: a running server is
 #      reused) and export OCC_TEST_POSTGRES_URL, which the store tests use to run against
@@ -57,30 +58,8 @@ step "go version"
 go version
 done_step
 
-step "gofmt"
-unformatted=$(gofmt -l .)
-if [ -n "$unformatted" ]; then
-	echo "gofmt: these files need formatting (run make fmt):" >&2
-	echo "$unformatted" >&2
-	exit 1
-fi
-done_step
-
-step "go vet"
-go vet ./...
-done_step
-
-step "staticcheck"
-# Built from its Go module once into a tools dir outside the clone; skipped when present.
-STATICCHECK_VERSION=v0.8.2
-tools="${OCC_TOOLS_BIN:-$HOME/.cache/occ/tools-bin}"
-if [ "$(cat "$tools/.staticcheck.version" 2>/dev/null)" != "$STATICCHECK_VERSION" ] || [ ! -x "$tools/staticcheck" ]; then
-	mkdir -p "$tools"
-	GOBIN="$tools" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
-	echo "$STATICCHECK_VERSION" >"$tools/.staticcheck.version"
-fi
-"$tools/staticcheck" ./...
-done_step
+# gofmt, goimports grouping, go vet and staticcheck: exactly what `make lint` runs.
+bash scripts/lint.sh
 
 step "PostgreSQL for the tests"
 if [ -n "${OCC_TEST_POSTGRES_URL:-}" ]; then

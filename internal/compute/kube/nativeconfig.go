@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/openclaw/occ/internal/compute/nativeconfig"
 	"slices"
 	"strconv"
+
+	"github.com/openclaw/occ/internal/compute/nativeconfig"
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/setuprunner"

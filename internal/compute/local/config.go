@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/openclaw/occ/internal/compute/nativeconfig"
 	"os"
 	"path/filepath"
+
+	"github.com/openclaw/occ/internal/compute/nativeconfig"
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/setuprunner"
