@@ -104,7 +104,7 @@ type Endpoint struct {
 
 // Driver runs revisions on one backend.
 type Driver interface {
-	// ID names the driver instance (for example "local"); it is recorded
+	// ID names the driver instance (its registry name); it is recorded
 	// in each revision.
 	ID() string
 	Capabilities() Capabilities

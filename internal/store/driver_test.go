@@ -19,7 +19,7 @@ func TestRevisionForDriver(t *testing.T) {
 	r := store.Revision{
 		ID: "rev_1", NamespaceID: "ns_1", AgentID: "agt_1", Number: 3,
 		ConfigurationID: "cfg_1", ConfigurationKind: store.ConfigurationKindAgent, ConfigurationGeneration: 7,
-		Configuration: json.RawMessage(`{"a":1}`), ComputeDriverID: "local", CreatedBy: "usr_1",
+		Configuration: json.RawMessage(`{"a":1}`), ComputeDriverID: "test-driver", CreatedBy: "usr_1",
 		CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
 	}
 	got := r.ForDriver("support-bot")

@@ -179,7 +179,7 @@ func (f *fixture) newRevision(a store.Agent) store.Revision {
 	return store.Revision{
 		ID: ids.New(ids.Revision), NamespaceID: a.NamespaceID, AgentID: a.ID,
 		ConfigurationID: a.ConfigurationID, ConfigurationKind: store.ConfigurationKindAgent, ConfigurationGeneration: 1,
-		Configuration: json.RawMessage(sampleDocument), ComputeDriverID: "local", CreatedBy: "usr_deployer",
+		Configuration: json.RawMessage(sampleDocument), ComputeDriverID: "test-driver", CreatedBy: "usr_deployer",
 		CreatedAt: at(f.now()),
 	}
 }
