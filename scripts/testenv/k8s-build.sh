@@ -9,6 +9,7 @@
 #   etcd                                                               go.etcd.io/etcd/server/v3, as pinned by it
 #   kwok (fake kubelet)                                                sigs.k8s.io/kwok v0.8.0
 #   envoy-gateway, egctl                                               github.com/envoyproxy/gateway v1.9.1
+#   helm                                                               helm.sh/helm/v3 v3.22.0
 #
 # No package repository ships kube-apiserver for Debian 12, and the usual download sites are not
 # reachable from CI, so everything comes from the Go module proxy. They are built together in ONE
@@ -46,14 +47,15 @@ EG_VERSION=v1.9.1
 GWAPI_VERSION=v1.6.3
 CR_VERSION=v0.25.2
 CM_VERSION=v1.21.2
+HELM_VERSION=v3.22.0
 # Bump RECIPE when the build itself changes (flags, wrapper), to invalidate every stamp.
 RECIPE=1
 
-COMPONENTS=(kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kwok envoy-gateway egctl)
+COMPONENTS=(kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kwok envoy-gateway egctl helm)
 
 if [ "${1:-}" = versions ]; then
 	printf '%s\n' "K8S_VERSION=$K8S_VERSION" "KWOK_VERSION=$KWOK_VERSION" "EG_VERSION=$EG_VERSION" \
-		"GWAPI_VERSION=$GWAPI_VERSION" "CR_VERSION=$CR_VERSION" "CM_VERSION=$CM_VERSION"
+		"GWAPI_VERSION=$GWAPI_VERSION" "CR_VERSION=$CR_VERSION" "CM_VERSION=$CM_VERSION" "HELM_VERSION=$HELM_VERSION"
 	exit 0
 fi
 [ $# = 0 ] || {
@@ -88,6 +90,7 @@ pkg_of() {
 	etcd) echo "go.etcd.io/etcd/server/v3" ;; # its main package is the etcd server binary
 	kwok) echo "sigs.k8s.io/kwok/cmd/kwok" ;;
 	envoy-gateway | egctl) echo "github.com/envoyproxy/gateway/cmd/$1" ;;
+	helm) echo "helm.sh/helm/v3/cmd/helm" ;;
 	*) die "unknown component $1" ;;
 	esac
 }
@@ -102,6 +105,7 @@ LDFLAGS+=" -X k8s.io/component-base/version.gitTreeState=clean"
 LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
 LDFLAGS+=" -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}"
 LDFLAGS+=" -X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=$EG_VERSION"
+LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 # envoy-gateway only: controller-runtime's metrics and health listeners default to *:8080 and *:8081,
 # which no configuration file can move; OCC's dev server defaults to 127.0.0.1:8080. Both are string
 # variables, so the linker moves them to loopback ports of the test environment (see k8s.sh).
@@ -123,6 +127,7 @@ stamp() {
 	kube-* | kubectl | etcd) v="k8s.io/kubernetes@$K8S_VERSION" ;;
 	kwok) v="sigs.k8s.io/kwok@$KWOK_VERSION k8s.io/kubernetes@$K8S_VERSION" ;;
 	envoy-gateway | egctl) v="github.com/envoyproxy/gateway@$EG_VERSION sigs.k8s.io/gateway-api@$GWAPI_VERSION k8s.io/kubernetes@$K8S_VERSION" ;;
+	helm) v="helm.sh/helm/v3@$HELM_VERSION k8s.io/kubernetes@$K8S_VERSION" ;;
 	esac
 	echo "$1 $v controller-runtime@$CR_VERSION recipe=$RECIPE ldflags=$(ldflags_of "$1" | cksum | cut -d' ' -f1)"
 }
@@ -157,7 +162,7 @@ log "building ${todo[*]} into $BIN (cold: about 8 minutes on 2 cores)"
 
 # The wrapper module. Regenerated only when its inputs change, so a partial rebuild skips resolution.
 staging="v0.${K8S_VERSION#v1.}"
-inputs="recipe=$RECIPE k8s=$K8S_VERSION kwok=$KWOK_VERSION eg=$EG_VERSION gwapi=$GWAPI_VERSION cr=$CR_VERSION $(go env GOVERSION)"
+inputs="recipe=$RECIPE k8s=$K8S_VERSION kwok=$KWOK_VERSION eg=$EG_VERSION gwapi=$GWAPI_VERSION cr=$CR_VERSION helm=$HELM_VERSION $(go env GOVERSION)"
 mkdir -p "$WORK"
 cd "$WORK"
 if [ "$(cat .inputs 2>/dev/null)" != "$inputs" ] || ! [ -s go.sum ]; then
@@ -190,7 +195,7 @@ if [ "$(cat .inputs 2>/dev/null)" != "$inputs" ] || ! [ -s go.sum ]; then
 	t1=$SECONDS
 	go get "k8s.io/kubernetes@$K8S_VERSION" "sigs.k8s.io/kwok@$KWOK_VERSION" \
 		"github.com/envoyproxy/gateway@$EG_VERSION" "sigs.k8s.io/gateway-api@$GWAPI_VERSION" \
-		"sigs.k8s.io/controller-runtime@$CR_VERSION" 2>go-get.log ||
+		"sigs.k8s.io/controller-runtime@$CR_VERSION" "helm.sh/helm/v3@$HELM_VERSION" 2>go-get.log ||
 		{
 			tail -n 30 go-get.log >&2
 			die "go get failed (log: $WORK/go-get.log)"

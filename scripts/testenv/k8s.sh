@@ -395,7 +395,7 @@ EOF
 }
 
 start() {
-	[ -x "$BIN/egctl" ] && [ -x "$BIN/kube-apiserver" ] || log "binaries missing in $BIN; building them (cold: about 8 minutes)"
+	[ -x "$BIN/helm" ] && [ -x "$BIN/kube-apiserver" ] || log "binaries missing in $BIN; building them (cold: about 8 minutes)"
 	# Builds only what is missing or outdated; otherwise instant.
 	OCC_K8S_BIN=$BIN "$here/k8s-build.sh" >/dev/null 9>&-
 	BIN=$(cd "$BIN" && pwd -P)
@@ -446,6 +446,7 @@ print_env() {
 	printf 'export OCC_TEST_K8S_BIN=%q\n' "$b"
 	printf 'export OCC_TEST_EGCTL=%q\n' "$b/egctl"
 	printf 'export OCC_TEST_KUBECTL=%q\n' "$b/kubectl"
+	printf 'export OCC_TEST_HELM=%q\n' "$b/helm"
 	case ":$PATH:" in
 	*":$b:"*) ;;
 	*) printf 'export PATH=%q:"$PATH"\n' "$b" ;;

@@ -36,6 +36,8 @@ const (
 	EnvEgctl = "OCC_TEST_EGCTL"
 	// EnvKubectl names the kubectl binary built with the environment.
 	EnvKubectl = "OCC_TEST_KUBECTL"
+	// EnvHelm names the helm binary built with the environment.
+	EnvHelm = "OCC_TEST_HELM"
 )
 
 // DefaultWaitTimeout bounds WaitFor when the context has no earlier deadline.
@@ -59,6 +61,9 @@ type Cluster struct {
 	// Kubectl is the path of the matching kubectl (OCC_TEST_KUBECTL, else
 	// kubectl on PATH), or "".
 	Kubectl string
+	// Helm is the path of the helm binary built for the environment
+	// (OCC_TEST_HELM, else helm on PATH), or "".
+	Helm string
 }
 
 var (
@@ -121,6 +126,7 @@ func connect(path string) (*Cluster, error) {
 		Client:  c,
 		Egctl:   tool(EnvEgctl, "egctl"),
 		Kubectl: tool(EnvKubectl, "kubectl"),
+		Helm:    tool(EnvHelm, "helm"),
 	}, nil
 }
 
