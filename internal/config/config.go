@@ -82,6 +82,10 @@ type Config struct {
 	// WorkspaceFileTimeout bounds one workspace file read or write,
 	// including admission and the native call.
 	WorkspaceFileTimeout time.Duration
+	// EmbeddedWorker makes "occ server" run the deployment worker in its
+	// own process (the default). Production installations that run
+	// "occ worker" separately turn it off on the API replicas.
+	EmbeddedWorker bool
 }
 
 // Defaults. The data directory is relative to the working directory until
@@ -117,6 +121,7 @@ func defaults() Config {
 		LogLevel:             DefaultLogLevel,
 		LogFormat:            DefaultLogFormat,
 		WorkspaceFileTimeout: DefaultWorkspaceFileTimeout,
+		EmbeddedWorker:       true,
 	}
 }
 
@@ -333,6 +338,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("bootstrapAdminPasswordFile", c.BootstrapAdminPasswordFile),
 		slog.String("logLevel", c.LogLevel),
 		slog.String("logFormat", c.LogFormat),
+		slog.Bool("embeddedWorker", c.EmbeddedWorker),
 	)
 }
 

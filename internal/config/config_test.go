@@ -72,6 +72,8 @@ gateway:
   caFile: /etc/openclaw/gateway-ca/ca.crt
 workspaceFiles:
   timeout: 10s
+worker:
+  embedded: false
 `
 
 func fullFileConfig() Config {
@@ -92,6 +94,7 @@ func fullFileConfig() Config {
 		GatewayAPIKeyFile:          "/etc/openclaw/gateway-api-key/key",
 		GatewayCAFile:              "/etc/openclaw/gateway-ca/ca.crt",
 		WorkspaceFileTimeout:       10 * time.Second,
+		EmbeddedWorker:             false,
 	}
 }
 
@@ -286,6 +289,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"gateway-api-key-file":          "/etc/occ/key",
 		"gateway-ca-file":               "/etc/occ/ca.pem",
 		"workspace-file-timeout":        "5s",
+		"embedded-worker":               "false",
 	}
 	for _, o := range options {
 		t.Run(o.flag, func(t *testing.T) {
@@ -293,7 +297,11 @@ func TestEverySpellingAgrees(t *testing.T) {
 			if !ok {
 				t.Fatalf("no test value for option --%s; add one", o.flag)
 			}
-			byFlag, err := load(parseFlags(t, "--"+o.flag, v), nil)
+			args := []string{"--" + o.flag, v}
+			if o.typ == "bool" {
+				args = []string{"--" + o.flag + "=" + v} // pflag's rule for bool flags
+			}
+			byFlag, err := load(parseFlags(t, args...), nil)
 			if err != nil {
 				t.Fatalf("load(--%s %s): %v", o.flag, v, err)
 			}
@@ -329,8 +337,11 @@ func TestEverySpellingAgrees(t *testing.T) {
 }
 
 func quoteYAML(flag, v string) string {
-	if flag == "trusted-proxies" {
+	switch flag {
+	case "trusted-proxies":
 		return "[" + v + "]"
+	case "embedded-worker":
+		return v // a YAML boolean, not a string
 	}
 	return `"` + v + `"`
 }
@@ -388,6 +399,20 @@ func TestLoadEnvAndFlagErrors(t *testing.T) {
 	err = fs.Parse([]string{"--shutdown-timeout", "later"})
 	if want := `"later" is not a duration`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("parsing --shutdown-timeout later: error = %v, want %q", err, want)
+	}
+
+	_, err = load(nil, mapEnv(map[string]string{"OCC_EMBEDDED_WORKER": "no"}))
+	if want := `OCC_EMBEDDED_WORKER: "no" is not true or false`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("load(OCC_EMBEDDED_WORKER=no) error = %v, want %q", err, want)
+	}
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{{nil, true}, {[]string{"--embedded-worker"}, true}, {[]string{"--embedded-worker=false"}, false}, {[]string{"--embedded-worker=TRUE"}, true}} {
+		c, err := load(parseFlags(t, tt.args...), nil)
+		if err != nil || c.EmbeddedWorker != tt.want {
+			t.Errorf("load(%q) = EmbeddedWorker %v, %v; want %v", tt.args, c.EmbeddedWorker, err, tt.want)
+		}
 	}
 
 	// Validation runs on the merged result, whatever the source.

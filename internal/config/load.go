@@ -122,6 +122,25 @@ var options = []option{
 		usage: "deadline of one workspace file read or write, including the native call",
 		set:   func(c *Config, s string) error { return setDuration(&c.WorkspaceFileTimeout, s) },
 	},
+	{
+		flag: "embedded-worker", env: "OCC_EMBEDDED_WORKER", yaml: "worker.embedded", typ: "bool", def: "true",
+		usage: "occ server only: run the deployment worker in the server process; false when \"occ worker\" runs separately",
+		set:   func(c *Config, s string) error { return setBool(&c.EmbeddedWorker, s) },
+	},
+}
+
+// setBool accepts true/false (any case), as in YAML and Kubernetes
+// manifests; 1/0 and yes/no are refused so that a typo is not read as false.
+func setBool(b *bool, s string) error {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true":
+		*b = true
+	case "false":
+		*b = false
+	default:
+		return fmt.Errorf("%q is not true or false", s)
+	}
+	return nil
 }
 
 // shortDuration prints 12h rather than time.Duration's 12h0m0s in --help.
@@ -171,6 +190,9 @@ func RegisterFlags(fs *pflag.FlagSet, drivers ComputeDrivers) {
 		}
 		v := &textValue{s: o.def, typ: o.typ, check: o.set}
 		fs.Var(v, o.flag, o.usage+" (env "+o.env+")")
+		if o.typ == "bool" {
+			fs.Lookup(o.flag).NoOptDefVal = "true" // --embedded-worker alone means true
+		}
 	}
 }
 
@@ -283,6 +305,11 @@ type fileConfig struct {
 	Runtime         fileRuntime        `yaml:"runtime"`
 	Gateway         fileGateway        `yaml:"gateway"`
 	WorkspaceFiles  fileWorkspaceFiles `yaml:"workspaceFiles"`
+	Worker          fileWorker         `yaml:"worker"`
+}
+
+type fileWorker struct {
+	Embedded bool `yaml:"embedded"`
 }
 
 type fileDrivers struct {
@@ -326,6 +353,7 @@ var sectionOf = map[string]string{
 	"config.fileRuntime":        "runtime.",
 	"config.fileGateway":        "gateway.",
 	"config.fileWorkspaceFiles": "workspaceFiles.",
+	"config.fileWorker":         "worker.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
@@ -357,6 +385,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		Runtime:         fileRuntime{OpenClaw: c.OpenClawRuntime},
 		Gateway:         fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile},
 		WorkspaceFiles:  fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
+		Worker:          fileWorker{Embedded: c.EmbeddedWorker},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -409,6 +438,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		GatewayAPIKeyFile:          fc.Gateway.APIKeyFile,
 		GatewayCAFile:              fc.Gateway.CAFile,
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
+		EmbeddedWorker:             fc.Worker.Embedded,
 	}
 	return nil
 }

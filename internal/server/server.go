@@ -231,16 +231,21 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	workerDone := make(chan struct{})
-	go func() {
-		defer close(workerDone)
-		_ = srv.Worker.Run(wctx)
-	}()
-	defer func() {
-		stopWorker()
-		<-workerDone
-	}()
+	if cfg.EmbeddedWorker {
+		wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+		workerDone := make(chan struct{})
+		go func() {
+			defer close(workerDone)
+			_ = srv.Worker.Run(wctx)
+		}()
+		defer func() {
+			stopWorker()
+			<-workerDone
+		}()
+	} else {
+		// Deployments wait in the queue until an "occ worker" claims them.
+		logger.Info("embedded worker off: deployments run only when an occ worker is running")
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
