@@ -388,8 +388,7 @@ func parseGet(payload json.RawMessage, name string) (File, error) {
 	if err := workspace.CheckContent(content); err != nil {
 		return File{}, fmt.Errorf("file on the gateway breaks the content rule: %w", err)
 	}
-	sum := sha256.Sum256([]byte(content))
-	hash := hex.EncodeToString(sum[:])
+	hash := digest.Of(content)
 	if native := strings.ToLower(p.File.Hash); digest.Valid(native) && native != hash {
 		return File{}, errors.New("native hash does not match the content")
 	}

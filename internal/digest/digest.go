@@ -5,6 +5,11 @@
 // modes: Valid only answers yes or no.
 package digest
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 // Len is the length of a digest's text: 32 bytes as two hex digits each.
 const Len = 64
 
@@ -21,4 +26,12 @@ func Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// Of returns the digest of b: SHA-256 as 64 lowercase hex digits, the form
+// Valid accepts. File hashes, ETags and the defaults identity are Of their
+// bytes.
+func Of[T ~string | ~[]byte](b T) string {
+	sum := sha256.Sum256([]byte(b))
+	return hex.EncodeToString(sum[:])
 }

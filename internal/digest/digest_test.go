@@ -30,3 +30,19 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+func TestOf(t *testing.T) {
+	// Known SHA-256 values (FIPS 180-2 examples); the string and byte
+	// forms must agree, and the result must be what Valid accepts.
+	for _, tc := range []struct{ in, want string }{
+		{"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+	} {
+		if got := Of(tc.in); got != tc.want || !Valid(got) {
+			t.Errorf("Of(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := Of([]byte(tc.in)); got != tc.want {
+			t.Errorf("Of([]byte(%q)) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

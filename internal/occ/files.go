@@ -2,13 +2,12 @@ package occ
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"time"
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/workspace"
@@ -150,12 +149,7 @@ func (s *Service) GetWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 	if workspace.CheckContent(f.Content) != nil {
 		return WorkspaceFile{}, errGatewayFailed
 	}
-	return WorkspaceFile{Name: name, Content: f.Content, Hash: hashOf(f.Content)}, nil
-}
-
-func hashOf(content string) string {
-	sum := sha256.Sum256([]byte(content))
-	return hex.EncodeToString(sum[:])
+	return WorkspaceFile{Name: name, Content: f.Content, Hash: digest.Of(f.Content)}, nil
 }
 
 // PutWorkspaceFile writes one of the four files on the Agent's running
@@ -213,7 +207,7 @@ func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 			return WrittenFile{}, errkind.Wrap(errkind.OutcomeUnknown,
 				"The write was applied but could not be recorded; treat its outcome as unknown.", aerr)
 		}
-		return WrittenFile{Name: name, Size: len(content), Hash: hashOf(content)}, nil
+		return WrittenFile{Name: name, Size: len(content), Hash: digest.Of(content)}, nil
 	}
 	var gerr *agentgw.Error
 	errors.As(err, &gerr)

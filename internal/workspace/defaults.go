@@ -1,11 +1,11 @@
 package workspace
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"strings"
 	"sync"
+
+	"github.com/openclaw/occ/internal/digest"
 )
 
 // Version is the OpenClaw release whose docs/reference/templates the
@@ -69,8 +69,7 @@ func ComputeDefaultsID(files map[string]string) string {
 	if err != nil {
 		panic("workspace: " + err.Error()) // only supported types above
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest.Of(b)
 }
 
 // Render renders one OpenClaw workspace template as the reference setup
