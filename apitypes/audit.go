@@ -47,7 +47,7 @@ type AuditEvent struct {
 	// RequestID is the API request that caused the event; absent for
 	// background work.
 	RequestID string `json:"requestId,omitempty"`
-	// Action names the operation, for example "agent.create".
+	// Action names the operation, for example "openclaw.agents.create".
 	Action string `json:"action"`
 	// Resource is what the event is about.
 	Resource AuditResource `json:"resource"`
@@ -67,4 +67,31 @@ type AuditResource struct {
 	ID string `json:"id,omitempty"`
 	// NamespaceID is the resource's Namespace, when it has one.
 	NamespaceID string `json:"namespaceId,omitempty"`
+}
+
+// AuditQuery holds the query parameters of GET /audit-events; each field's
+// JSON name is its parameter name. Empty fields are not sent.
+type AuditQuery struct {
+	// NamespaceID keeps events about resources of this Namespace.
+	NamespaceID string `json:"namespaceId,omitempty"`
+	// ResourceKind keeps events about resources of this kind.
+	ResourceKind ResourceKind `json:"resourceKind,omitempty"`
+	// ResourceID keeps events about this resource.
+	ResourceID string `json:"resourceId,omitempty"`
+	// ActorID keeps events caused by this subject.
+	ActorID string `json:"actorId,omitempty"`
+	// Action keeps events of this operation, for example "openclaw.agents.create".
+	Action string `json:"action,omitempty"`
+	// Kind keeps events of one of the Audit* kinds.
+	Kind string `json:"kind,omitempty"`
+	// Outcome keeps events with one of the Outcome* values.
+	Outcome string `json:"outcome,omitempty"`
+	// Since keeps events at or after this time.
+	Since *time.Time `json:"since,omitempty"`
+	// Until keeps events before this time.
+	Until *time.Time `json:"until,omitempty"`
+	// Limit is the page size (the server's default and maximum apply).
+	Limit int `json:"limit,omitempty"`
+	// Cursor is a previous page's NextCursor.
+	Cursor string `json:"cursor,omitempty"`
 }

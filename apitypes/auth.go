@@ -81,7 +81,7 @@ type ServiceKey struct {
 	RevokedAt *time.Time `json:"revokedAt,omitempty"`
 	// CreatedAt is when the key was issued.
 	CreatedAt time.Time `json:"createdAt"`
-	// Key is the secret to present as "Authorization: Bearer <key>".
+	// Key is the secret to present in the x-api-key header.
 	Key string `json:"key"`
 }
 

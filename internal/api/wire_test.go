@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/openclaw/occ/apitypes"
 )
 
@@ -74,5 +76,20 @@ func TestNoStoreRecordOnTheWire(t *testing.T) {
 	}
 	if httpxWrites != 1 {
 		t.Errorf("found %d calls of httpx.Write in internal/api; want exactly 1 (in respond)", httpxWrites)
+	}
+}
+
+// TestAuditParamsAreTheWireQuery keeps the query parameters GET
+// /audit-events accepts equal to apitypes.AuditQuery's JSON names, which
+// the Go client sends.
+func TestAuditParamsAreTheWireQuery(t *testing.T) {
+	typ := reflect.TypeFor[apitypes.AuditQuery]()
+	wire := map[string]bool{}
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		wire[name] = true
+	}
+	if diff := cmp.Diff(wire, auditParams); diff != "" {
+		t.Errorf("apitypes.AuditQuery and auditParams differ (-wire +accepted):\n%s", diff)
 	}
 }

@@ -57,12 +57,15 @@ func readRules(t *testing.T) []rule {
 	return rules
 }
 
+// ownRoots are the module's top-level directories: internal/, cmd/ and the
+// public packages.
+var ownRoots = []string{"internal", "cmd", "apitypes", "client"}
+
 // importPath turns a table entry into a full import path pattern: paths
-// under internal/ and cmd/ and the public apitypes are this module's,
-// anything else is as written.
+// under one of ownRoots are this module's, anything else is as written.
 func importPath(p string) string {
-	if strings.HasPrefix(p, "internal/") || strings.HasPrefix(p, "cmd/") || p == "internal/..." ||
-		p == "apitypes" || strings.HasPrefix(p, "apitypes/") {
+	root, _, _ := strings.Cut(p, "/")
+	if slices.Contains(ownRoots, root) {
 		return module + "/" + p
 	}
 	return p

@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute/local"
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
@@ -250,7 +251,7 @@ func liveFileCases(t *testing.T, le *localEnv, agent string) {
 	for _, name := range workspace.Names {
 		content := "written through OCC: " + name
 		rec, env := fe.put(name, `{"content":"`+content+`"}`, nil)
-		if rec.Code != 200 || rec.Header().Get("ETag") != `"`+hexSHA(content)+`"` {
+		if rec.Code != 200 || rec.Header().Get("ETag") != `"`+digest.Of(content)+`"` {
 			t.Fatalf("PUT %s: %d %+v", name, rec.Code, env.Error)
 		}
 		if got, _ := os.ReadFile(filepath.Join(ws, name)); string(got) != content {
@@ -273,14 +274,14 @@ func liveFileCases(t *testing.T, le *localEnv, agent string) {
 		{"16 KiB + 1", `{"content":"` + long + `x"}`, nil, 400},
 		{"NUL", `{"content":"a\u0000b"}`, nil, 400},
 		{"lone surrogate", `{"content":"a\udc00b"}`, nil, 400},
-		{"CAS current", `{"content":"cas"}`, map[string]string{"If-Match": `"` + hexSHA(long) + `"`}, 200},
-		{"CAS stale", `{"content":"cas2"}`, map[string]string{"If-Match": `"` + hexSHA(long) + `"`}, 412},
+		{"CAS current", `{"content":"cas"}`, map[string]string{"If-Match": `"` + digest.Of(long) + `"`}, 200},
+		{"CAS stale", `{"content":"cas2"}`, map[string]string{"If-Match": `"` + digest.Of(long) + `"`}, 412},
 	} {
 		rec, env := fe.put("AGENTS.md", tc.body, tc.headers)
 		if rec.Code != tc.want {
 			t.Errorf("%s: %d %+v, want %d", tc.name, rec.Code, env.Error, tc.want)
 		}
-		if tc.want == 412 && !strings.Contains(rec.Body.String(), hexSHA("cas")) {
+		if tc.want == 412 && !strings.Contains(rec.Body.String(), digest.Of("cas")) {
 			t.Errorf("412 lacks the current hash: %s", rec.Body.String())
 		}
 	}

@@ -13,8 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/agentgw"
+	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/fake"
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testdb"
@@ -35,7 +37,7 @@ func (f *failingAudit) AppendAuditEvent(ctx context.Context, e store.AuditEvent)
 
 type filesEnv struct {
 	*deployEnv
-	mem   *memFiles
+	mem   *gwtest.MemFiles
 	audit *failingAudit
 	agent string
 	base  string
@@ -45,7 +47,7 @@ func newFilesEnv(t *testing.T) *filesEnv {
 	t.Helper()
 	st := &failingAudit{Store: testdb.SQLite(t)}
 	d := fake.New(fake.Options{Capabilities: compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}})
-	mem := newMemFiles()
+	mem := gwtest.NewMemFiles()
 	e := newEnvWith(t, st, server.Options{Driver: d, Files: mem})
 	de := &deployEnv{env: e, driver: d}
 	var ns idOnly
@@ -105,7 +107,7 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 		t.Fatalf("missing file: %d %+v", code, env.Error)
 	}
 	rec, _ := fe.put("SOUL.md", `{"content":"first"}`, nil)
-	if rec.Code != 200 || rec.Header().Get("ETag") != `"`+hexSHA("first")+`"` {
+	if rec.Code != 200 || rec.Header().Get("ETag") != `"`+digest.Of("first")+`"` {
 		t.Fatalf("PUT: %d etag %q body %s", rec.Code, rec.Header().Get("ETag"), rec.Body.String())
 	}
 	var got struct {
@@ -115,7 +117,7 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 	}
 	_, _, grec := fe.do("GET", fe.base+"SOUL.md", nil, fe.admin)
 	fe.must("GET", fe.base+"SOUL.md", nil, fe.admin, 200, &got)
-	if got.Name != "SOUL.md" || got.Content != "first" || grec.Header().Get("ETag") != `"`+hexSHA("first")+`"` {
+	if got.Name != "SOUL.md" || got.Content != "first" || grec.Header().Get("ETag") != `"`+digest.Of("first")+`"` {
 		t.Fatalf("GET = %+v etag %q", got, grec.Header().Get("ETag"))
 	}
 
@@ -135,9 +137,9 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 		{"extra field", "USER.md", `{"content":"x","mode":1}`, nil, 400, "INVALID_REQUEST", "/mode:UNKNOWN_FIELD"},
 		{"content not a string", "USER.md", `{"content":1}`, nil, 400, "INVALID_REQUEST", "/content:INVALID_TYPE"},
 		{"body over 48 KiB", "USER.md", `{"content":"` + strings.Repeat("\\n", 24*1024) + `"}`, nil, 413, "PAYLOAD_TOO_LARGE", ""},
-		{"CAS with the current hash", "SOUL.md", `{"content":"second"}`, map[string]string{"If-Match": `"` + hexSHA("first") + `"`}, 200, "", ""},
-		{"CAS with a stale hash", "SOUL.md", `{"content":"third"}`, map[string]string{"If-Match": `"` + hexSHA("first") + `"`}, 412, "PRECONDITION_FAILED", ""},
-		{"weak If-Match", "SOUL.md", `{"content":"x"}`, map[string]string{"If-Match": `W/"` + hexSHA("second") + `"`}, 400, "INVALID_REQUEST", "/header/If-Match:INVALID_FORMAT"},
+		{"CAS with the current hash", "SOUL.md", `{"content":"second"}`, map[string]string{"If-Match": `"` + digest.Of("first") + `"`}, 200, "", ""},
+		{"CAS with a stale hash", "SOUL.md", `{"content":"third"}`, map[string]string{"If-Match": `"` + digest.Of("first") + `"`}, 412, "PRECONDITION_FAILED", ""},
+		{"weak If-Match", "SOUL.md", `{"content":"x"}`, map[string]string{"If-Match": `W/"` + digest.Of("second") + `"`}, 400, "INVALID_REQUEST", "/header/If-Match:INVALID_FORMAT"},
 		{"If-Match *", "SOUL.md", `{"content":"x"}`, map[string]string{"If-Match": `*`}, 400, "INVALID_REQUEST", "/header/If-Match:INVALID_FORMAT"},
 		{"cross-site session write", "SOUL.md", `{"content":"x"}`, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, "FORBIDDEN", ""},
 		{"wrong origin", "SOUL.md", `{"content":"x"}`, map[string]string{"Origin": "http://evil.test"}, 403, "FORBIDDEN", ""},
@@ -165,8 +167,8 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 		})
 	}
 	// The 412 carries the current hash.
-	rec, _ = fe.put("SOUL.md", `{"content":"x"}`, map[string]string{"If-Match": `"` + hexSHA("stale") + `"`})
-	if !strings.Contains(rec.Body.String(), hexSHA("second")) {
+	rec, _ = fe.put("SOUL.md", `{"content":"x"}`, map[string]string{"If-Match": `"` + digest.Of("stale") + `"`})
+	if !strings.Contains(rec.Body.String(), digest.Of("second")) {
 		t.Errorf("412 body does not carry the current hash: %s", rec.Body.String())
 	}
 	var sized struct {
@@ -184,9 +186,7 @@ func TestWorkspaceFileOutcomesAreAudited(t *testing.T) {
 	step := func(name string, next func() (agentgw.File, error), failAudit bool, wantStatus int, wantCode string) {
 		t.Helper()
 		fe.clock.Advance(time.Second) // distinct audit timestamps, so the order is defined
-		fe.mem.mu.Lock()
-		fe.mem.next = next
-		fe.mem.mu.Unlock()
+		fe.mem.FailNext(next)
 		fe.audit.fail.Store(failAudit)
 		rec, env := fe.put("AGENTS.md", `{"content":"SECRET-CONTENT-91"}`, nil)
 		fe.audit.fail.Store(false)
@@ -247,8 +247,8 @@ func TestWorkspaceFileOutcomesAreAudited(t *testing.T) {
 		t.Fatal("a PUT reply echoes the file content")
 	}
 	// Each PUT reached the gateway client exactly once: never replayed.
-	if fe.mem.sets != 7 {
-		t.Errorf("gateway saw %d set calls for 7 PUTs; OCC must never retry a write", fe.mem.sets)
+	if fe.mem.Sets() != 7 {
+		t.Errorf("gateway saw %d set calls for 7 PUTs; OCC must never retry a write", fe.mem.Sets())
 	}
 }
 

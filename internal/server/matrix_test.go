@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/fake"
@@ -285,7 +286,7 @@ func matrixRoutes() map[string]matrixRoute {
 func TestAuthorizationMatrix(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
 		drv := fake.New(fake.Options{Capabilities: compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}})
-		mem := newMemFiles()
+		mem := gwtest.NewMemFiles()
 		e := newEnvWith(t, st, server.Options{Driver: drv, Files: mem})
 		f := &fixture{e: e}
 		f.ns1, f.ns2 = f.namespace(), f.namespace()
@@ -308,7 +309,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		mem.files["ws://127.0.0.1:0/fake/"+f.files+"SOUL.md"] = "soul"
+		mem.Seed("ws://127.0.0.1:0/fake/"+f.files, "SOUL.md", "soul")
 		if drv.Active(f.files) == "" {
 			t.Fatal("the file routes' Agent did not activate")
 		}

@@ -1,0 +1,361 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/apitypes"
+)
+
+// One method per route of OCC's route table, in its order (a test checks
+// that every route has one). Collection routes return their items.
+
+// Health calls GET /healthz.
+func (c *Client) Health(ctx context.Context) (apitypes.Health, error) {
+	return call[apitypes.Health](ctx, c, request{method: http.MethodGet, path: "/healthz"})
+}
+
+// Ready calls GET /readyz.
+func (c *Client) Ready(ctx context.Context) (apitypes.Health, error) {
+	return call[apitypes.Health](ctx, c, request{method: http.MethodGet, path: "/readyz"})
+}
+
+// SignIn signs in with email and password (POST /api/auth/sign-in/email)
+// and keeps the session cookie for the Client's later requests. A Client
+// with a service key cannot sign in (the server refuses it).
+func (c *Client) SignIn(ctx context.Context, email, password string) (apitypes.Session, error) {
+	return call[apitypes.Session](ctx, c, request{method: http.MethodPost, path: "/api/auth/sign-in/email",
+		body: apitypes.SignInRequest{Email: email, Password: password}})
+}
+
+// SignOut ends the session (POST /api/auth/sign-out).
+func (c *Client) SignOut(ctx context.Context) (apitypes.SignedOut, error) {
+	return call[apitypes.SignedOut](ctx, c, request{method: http.MethodPost, path: "/api/auth/sign-out"})
+}
+
+// Session says who the caller is (GET /api/auth/session).
+func (c *Client) Session(ctx context.Context) (apitypes.Session, error) {
+	return call[apitypes.Session](ctx, c, request{method: http.MethodGet, path: "/api/auth/session"})
+}
+
+// CreateServiceKey creates a key for a service principal (POST
+// /api/auth/service-keys). The reply holds the secret key, once.
+func (c *Client) CreateServiceKey(ctx context.Context, in apitypes.CreateServiceKeyRequest) (apitypes.ServiceKey, error) {
+	return call[apitypes.ServiceKey](ctx, c, request{method: http.MethodPost, path: "/api/auth/service-keys", body: in})
+}
+
+// RevokeServiceKey revokes a key (DELETE /api/auth/service-keys/{keyId}).
+func (c *Client) RevokeServiceKey(ctx context.Context, keyID string) (apitypes.RevokedServiceKey, error) {
+	return call[apitypes.RevokedServiceKey](ctx, c, request{method: http.MethodDelete, path: p("/api/auth/service-keys/%s", keyID)})
+}
+
+// ListNamespaces calls GET /namespaces.
+func (c *Client) ListNamespaces(ctx context.Context) ([]apitypes.Namespace, error) {
+	return items[apitypes.Namespace](ctx, c, "/namespaces")
+}
+
+// CreateNamespace calls POST /namespaces.
+func (c *Client) CreateNamespace(ctx context.Context, in apitypes.CreateNamespaceRequest) (apitypes.Namespace, error) {
+	return call[apitypes.Namespace](ctx, c, request{method: http.MethodPost, path: "/namespaces", body: in})
+}
+
+// GetNamespace calls GET /namespaces/{ns}.
+func (c *Client) GetNamespace(ctx context.Context, ns string) (apitypes.Namespace, error) {
+	return call[apitypes.Namespace](ctx, c, request{method: http.MethodGet, path: p("/namespaces/%s", ns)})
+}
+
+// DeleteNamespace requests the deletion of an empty Namespace (DELETE
+// /namespaces/{ns}); the worker finishes it.
+func (c *Client) DeleteNamespace(ctx context.Context, ns string) (apitypes.Namespace, error) {
+	return call[apitypes.Namespace](ctx, c, request{method: http.MethodDelete, path: p("/namespaces/%s", ns)})
+}
+
+// ListAgents calls GET /namespaces/{ns}/agents.
+func (c *Client) ListAgents(ctx context.Context, ns string) ([]apitypes.Agent, error) {
+	return items[apitypes.Agent](ctx, c, p("/namespaces/%s/agents", ns))
+}
+
+// CreateAgent calls POST /namespaces/{ns}/agents.
+func (c *Client) CreateAgent(ctx context.Context, ns string, in apitypes.CreateAgentRequest) (apitypes.Agent, error) {
+	return call[apitypes.Agent](ctx, c, request{method: http.MethodPost, path: p("/namespaces/%s/agents", ns), body: in})
+}
+
+// GetAgent calls GET /namespaces/{ns}/agents/{agentId}.
+func (c *Client) GetAgent(ctx context.Context, ns, agentID string) (apitypes.Agent, error) {
+	return call[apitypes.Agent](ctx, c, request{method: http.MethodGet, path: p("/namespaces/%s/agents/%s", ns, agentID)})
+}
+
+// PatchAgent calls PATCH /namespaces/{ns}/agents/{agentId}.
+func (c *Client) PatchAgent(ctx context.Context, ns, agentID string, in apitypes.PatchAgentRequest) (apitypes.Agent, error) {
+	return call[apitypes.Agent](ctx, c, request{method: http.MethodPatch, path: p("/namespaces/%s/agents/%s", ns, agentID), body: in})
+}
+
+// DeleteAgent requests an Agent's deletion (DELETE
+// /namespaces/{ns}/agents/{agentId}); the worker finishes it.
+func (c *Client) DeleteAgent(ctx context.Context, ns, agentID string) (apitypes.Agent, error) {
+	return call[apitypes.Agent](ctx, c, request{method: http.MethodDelete, path: p("/namespaces/%s/agents/%s", ns, agentID)})
+}
+
+// DeployAgent queues a deployment of a new revision (POST
+// /namespaces/{ns}/agents/{agentId}/deploy). The revision's ID is the
+// deployment ID for GetDeployment and WaitForDeployment.
+func (c *Client) DeployAgent(ctx context.Context, ns, agentID string) (apitypes.Revision, error) {
+	return call[apitypes.Revision](ctx, c, request{method: http.MethodPost, path: p("/namespaces/%s/agents/%s/deploy", ns, agentID)})
+}
+
+// StopAgent calls POST /namespaces/{ns}/agents/{agentId}/stop.
+func (c *Client) StopAgent(ctx context.Context, ns, agentID string) (apitypes.Agent, error) {
+	return call[apitypes.Agent](ctx, c, request{method: http.MethodPost, path: p("/namespaces/%s/agents/%s/stop", ns, agentID)})
+}
+
+// ListRevisions calls GET /namespaces/{ns}/agents/{agentId}/revisions.
+func (c *Client) ListRevisions(ctx context.Context, ns, agentID string) ([]apitypes.Revision, error) {
+	return items[apitypes.Revision](ctx, c, p("/namespaces/%s/agents/%s/revisions", ns, agentID))
+}
+
+// GetDeployment calls GET
+// /namespaces/{ns}/agents/{agentId}/deployments/{deploymentId}.
+func (c *Client) GetDeployment(ctx context.Context, ns, agentID, deploymentID string) (apitypes.Deployment, error) {
+	return call[apitypes.Deployment](ctx, c, request{method: http.MethodGet,
+		path: p("/namespaces/%s/agents/%s/deployments/%s", ns, agentID, deploymentID)})
+}
+
+// File is a workspace file with its content hash (the ETag's value).
+type File struct {
+	Name    string
+	Content string
+	// Hash is the SHA-256 of Content (64 hex digits), for PutFile's
+	// ifMatch.
+	Hash string
+}
+
+// GetFile reads a workspace file of a running Agent (GET
+// /namespaces/{ns}/agents/{agentId}/workspace/files/{name}).
+func (c *Client) GetFile(ctx context.Context, ns, agentID, name string) (File, error) {
+	var f apitypes.WorkspaceFile
+	rep, err := c.do(ctx, request{method: http.MethodGet,
+		path: p("/namespaces/%s/agents/%s/workspace/files/%s", ns, agentID, name)}, &f)
+	if err != nil {
+		return File{}, err
+	}
+	return File{Name: f.Name, Content: f.Content, Hash: etagHash(rep.header.Get("ETag"))}, nil
+}
+
+// PutFile writes a workspace file (PUT …/workspace/files/{name}). With
+// ifMatch (a hash from GetFile or an earlier PutFile) the write happens
+// only if the file still has that content; otherwise the server answers
+// PRECONDITION_FAILED (412) with the current hash in the error's Data.
+// An error with code UNKNOWN_OUTCOME means the write may or may not have
+// happened: read the file before deciding to write again (docs/files.md).
+// It returns the written file's size and new hash.
+func (c *Client) PutFile(ctx context.Context, ns, agentID, name, content, ifMatch string) (apitypes.WrittenFile, string, error) {
+	var h http.Header
+	if ifMatch != "" {
+		h = http.Header{"If-Match": {`"` + ifMatch + `"`}}
+	}
+	var w apitypes.WrittenFile
+	rep, err := c.do(ctx, request{method: http.MethodPut,
+		path:   p("/namespaces/%s/agents/%s/workspace/files/%s", ns, agentID, name),
+		body:   apitypes.PutWorkspaceFileRequest{Content: content},
+		header: h}, &w)
+	if err != nil {
+		return apitypes.WrittenFile{}, "", err
+	}
+	return w, etagHash(rep.header.Get("ETag")), nil
+}
+
+// etagHash strips the quotes of a strong ETag.
+func etagHash(etag string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(etag, `"`), `"`)
+}
+
+// WorkspaceDefaults calls GET /workspace-defaults.
+func (c *Client) WorkspaceDefaults(ctx context.Context) (apitypes.WorkspaceDefaults, error) {
+	return call[apitypes.WorkspaceDefaults](ctx, c, request{method: http.MethodGet, path: "/workspace-defaults"})
+}
+
+// ListConfigurations calls GET /namespaces/{ns}/configurations.
+func (c *Client) ListConfigurations(ctx context.Context, ns string) ([]apitypes.Configuration, error) {
+	return items[apitypes.Configuration](ctx, c, p("/namespaces/%s/configurations", ns))
+}
+
+// CreateConfiguration calls POST /namespaces/{ns}/configurations.
+func (c *Client) CreateConfiguration(ctx context.Context, ns string, in apitypes.CreateConfigurationRequest) (apitypes.Configuration, error) {
+	return call[apitypes.Configuration](ctx, c, request{method: http.MethodPost, path: p("/namespaces/%s/configurations", ns), body: in})
+}
+
+// GetConfiguration calls GET /namespaces/{ns}/configurations/{cfg}.
+func (c *Client) GetConfiguration(ctx context.Context, ns, cfgID string) (apitypes.Configuration, error) {
+	return call[apitypes.Configuration](ctx, c, request{method: http.MethodGet, path: p("/namespaces/%s/configurations/%s", ns, cfgID)})
+}
+
+// PatchConfiguration calls PATCH /namespaces/{ns}/configurations/{cfg}.
+func (c *Client) PatchConfiguration(ctx context.Context, ns, cfgID string, in apitypes.PatchConfigurationRequest) (apitypes.Configuration, error) {
+	return call[apitypes.Configuration](ctx, c, request{method: http.MethodPatch, path: p("/namespaces/%s/configurations/%s", ns, cfgID), body: in})
+}
+
+// DeleteConfiguration calls DELETE /namespaces/{ns}/configurations/{cfg}.
+func (c *Client) DeleteConfiguration(ctx context.Context, ns, cfgID string) (apitypes.Deleted, error) {
+	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/namespaces/%s/configurations/%s", ns, cfgID)})
+}
+
+// CreateUser calls POST /iam/users.
+func (c *Client) CreateUser(ctx context.Context, in apitypes.CreateUserRequest) (apitypes.User, error) {
+	return call[apitypes.User](ctx, c, request{method: http.MethodPost, path: "/iam/users", body: in})
+}
+
+// ListServicePrincipals calls GET /iam/service-principals.
+func (c *Client) ListServicePrincipals(ctx context.Context) ([]apitypes.ServicePrincipal, error) {
+	return items[apitypes.ServicePrincipal](ctx, c, "/iam/service-principals")
+}
+
+// CreateServicePrincipal calls POST /iam/service-principals.
+func (c *Client) CreateServicePrincipal(ctx context.Context, in apitypes.CreateServicePrincipalRequest) (apitypes.ServicePrincipal, error) {
+	return call[apitypes.ServicePrincipal](ctx, c, request{method: http.MethodPost, path: "/iam/service-principals", body: in})
+}
+
+// GetServicePrincipal calls GET /iam/service-principals/{sa}.
+func (c *Client) GetServicePrincipal(ctx context.Context, id string) (apitypes.ServicePrincipal, error) {
+	return call[apitypes.ServicePrincipal](ctx, c, request{method: http.MethodGet, path: p("/iam/service-principals/%s", id)})
+}
+
+// DeleteServicePrincipal calls DELETE /iam/service-principals/{sa}.
+func (c *Client) DeleteServicePrincipal(ctx context.Context, id string) (apitypes.Deleted, error) {
+	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/service-principals/%s", id)})
+}
+
+// ListRoles calls GET /iam/roles.
+func (c *Client) ListRoles(ctx context.Context) ([]apitypes.Role, error) {
+	return items[apitypes.Role](ctx, c, "/iam/roles")
+}
+
+// CreateRole calls POST /iam/roles.
+func (c *Client) CreateRole(ctx context.Context, in apitypes.CreateRoleRequest) (apitypes.Role, error) {
+	return call[apitypes.Role](ctx, c, request{method: http.MethodPost, path: "/iam/roles", body: in})
+}
+
+// GetRole calls GET /iam/roles/{roleId}.
+func (c *Client) GetRole(ctx context.Context, id string) (apitypes.Role, error) {
+	return call[apitypes.Role](ctx, c, request{method: http.MethodGet, path: p("/iam/roles/%s", id)})
+}
+
+// DeleteRole calls DELETE /iam/roles/{roleId}.
+func (c *Client) DeleteRole(ctx context.Context, id string) (apitypes.Deleted, error) {
+	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/roles/%s", id)})
+}
+
+// ListAccessBindings calls GET /iam/access-bindings.
+func (c *Client) ListAccessBindings(ctx context.Context) ([]apitypes.AccessBinding, error) {
+	return items[apitypes.AccessBinding](ctx, c, "/iam/access-bindings")
+}
+
+// CreateAccessBinding calls POST /iam/access-bindings.
+func (c *Client) CreateAccessBinding(ctx context.Context, in apitypes.CreateAccessBindingRequest) (apitypes.AccessBinding, error) {
+	return call[apitypes.AccessBinding](ctx, c, request{method: http.MethodPost, path: "/iam/access-bindings", body: in})
+}
+
+// DeleteAccessBinding calls DELETE /iam/access-bindings/{bindingId}.
+func (c *Client) DeleteAccessBinding(ctx context.Context, id string) (apitypes.Deleted, error) {
+	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/access-bindings/%s", id)})
+}
+
+// ListRestrictions calls GET /iam/restrictions.
+func (c *Client) ListRestrictions(ctx context.Context) ([]apitypes.Restriction, error) {
+	return items[apitypes.Restriction](ctx, c, "/iam/restrictions")
+}
+
+// CreateRestriction calls POST /iam/restrictions.
+func (c *Client) CreateRestriction(ctx context.Context, in apitypes.CreateRestrictionRequest) (apitypes.Restriction, error) {
+	return call[apitypes.Restriction](ctx, c, request{method: http.MethodPost, path: "/iam/restrictions", body: in})
+}
+
+// DeleteRestriction calls DELETE /iam/restrictions/{restrictionId}.
+func (c *Client) DeleteRestriction(ctx context.Context, id string) (apitypes.Deleted, error) {
+	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/restrictions/%s", id)})
+}
+
+// ListAuditEvents reads one page of audit events (GET /audit-events).
+func (c *Client) ListAuditEvents(ctx context.Context, q apitypes.AuditQuery) (apitypes.AuditPage, error) {
+	return call[apitypes.AuditPage](ctx, c, request{method: http.MethodGet, path: "/audit-events", query: auditValues(q)})
+}
+
+// auditValues encodes q's set fields under their JSON names.
+func auditValues(q apitypes.AuditQuery) url.Values {
+	v := url.Values{}
+	set := func(k, s string) {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	set("namespaceId", q.NamespaceID)
+	set("resourceKind", string(q.ResourceKind))
+	set("resourceId", q.ResourceID)
+	set("actorId", q.ActorID)
+	set("action", q.Action)
+	set("kind", q.Kind)
+	set("outcome", q.Outcome)
+	if q.Since != nil {
+		set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Until != nil {
+		set("until", q.Until.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Limit != 0 {
+		set("limit", strconv.Itoa(q.Limit))
+	}
+	set("cursor", q.Cursor)
+	return v
+}
+
+// items reads a collection route's items.
+func items[T any](ctx context.Context, c *Client, path string) ([]T, error) {
+	var l struct {
+		Items []T `json:"items"`
+	}
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: path}, &l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// WaitForDeployment polls a deployment every interval (minimum 100 ms)
+// until it succeeds or fails, or ctx ends; progress, when not nil, is
+// called with each state that differs from the previous one. A failed
+// deployment is returned with a nil error: its Error says why.
+func (c *Client) WaitForDeployment(ctx context.Context, ns, agentID, deploymentID string, interval time.Duration,
+	progress func(apitypes.Deployment)) (apitypes.Deployment, error) {
+	interval = max(interval, 100*time.Millisecond)
+	var last apitypes.Deployment
+	for first := true; ; first = false {
+		d, err := c.GetDeployment(ctx, ns, agentID, deploymentID)
+		if err != nil {
+			return d, err
+		}
+		if progress != nil && (first || changed(last, d)) {
+			progress(d)
+		}
+		last = d
+		if d.Status == apitypes.DeploymentSucceeded || d.Status == apitypes.DeploymentFailed {
+			return d, nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return d, fmt.Errorf("client: waiting for deployment %s: %w", deploymentID, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func changed(a, b apitypes.Deployment) bool {
+	if a.Status != b.Status || (a.Progress == nil) != (b.Progress == nil) {
+		return true
+	}
+	return a.Progress != nil && a.Progress.Attempts != b.Progress.Attempts
+}
