@@ -143,6 +143,8 @@ type request struct {
 	query  url.Values
 	body   any
 	header http.Header
+	// raw: the reply is not an envelope; out receives it whole.
+	raw bool
 }
 
 // reply is what a call returns besides its data.
@@ -212,7 +214,11 @@ func (c *Client) do(ctx context.Context, rq request, out any) (reply, error) {
 		return reply{}, &Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message,
 			Details: env.Error.Details, Data: env.Error.Data, RequestID: env.Meta.RequestID}
 	}
-	if out != nil {
+	if out != nil && rq.raw {
+		if err := json.Unmarshal(data, out); err != nil {
+			return reply{}, fmt.Errorf("client: %s %s: decoding the reply: %w", rq.method, rq.path, err)
+		}
+	} else if out != nil {
 		env := apitypes.Envelope[json.RawMessage]{}
 		if err := json.Unmarshal(data, &env); err != nil {
 			return reply{}, fmt.Errorf("client: %s %s: the reply is not an OCC envelope: %w", rq.method, rq.path, err)

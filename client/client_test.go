@@ -223,7 +223,13 @@ func TestServiceKeyAndErrors(t *testing.T) {
 	ctx := testutil.Context(t)
 	admin := w.admin(t)
 
-	_, err := admin.CreateNamespace(ctx, apitypes.CreateNamespaceRequest{Name: ""})
+	anon, _ := client.New(w.url)
+	doc, err := anon.OpenAPI(ctx)
+	if err != nil || !strings.Contains(string(doc), `"openapi": "3.1.0"`) {
+		t.Fatalf("OpenAPI = %.80q, %v; want the OpenAPI 3.1 document without credentials", doc, err)
+	}
+
+	_, err = admin.CreateNamespace(ctx, apitypes.CreateNamespaceRequest{Name: ""})
 	e := wantCode(t, "CreateNamespace with no name", err, 400, "INVALID_REQUEST")
 	if len(e.Details) == 0 || e.Details[0].Path != "/name" {
 		t.Errorf("details = %+v, want one on /name", e.Details)
@@ -320,7 +326,7 @@ func TestTransportFailures(t *testing.T) {
 // each route maps to one exported method of *client.Client.
 func TestEveryRouteHasAMethod(t *testing.T) {
 	methods := map[string]string{
-		"GET /healthz": "Health", "GET /readyz": "Ready",
+		"GET /healthz": "Health", "GET /readyz": "Ready", "GET /openapi.json": "OpenAPI",
 		"POST /api/auth/sign-in/email": "SignIn", "POST /api/auth/sign-out": "SignOut", "GET /api/auth/session": "Session",
 		"POST /api/auth/service-keys": "CreateServiceKey", "DELETE /api/auth/service-keys/{keyId}": "RevokeServiceKey",
 		"GET /namespaces": "ListNamespaces", "POST /namespaces": "CreateNamespace",

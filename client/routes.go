@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -23,6 +24,14 @@ func (c *Client) Health(ctx context.Context) (apitypes.Health, error) {
 // Ready calls GET /readyz.
 func (c *Client) Ready(ctx context.Context) (apitypes.Health, error) {
 	return call[apitypes.Health](ctx, c, request{method: http.MethodGet, path: "/readyz"})
+}
+
+// OpenAPI returns the server's OpenAPI 3.1 document (GET /openapi.json),
+// which is the document itself rather than an envelope.
+func (c *Client) OpenAPI(ctx context.Context) ([]byte, error) {
+	var raw json.RawMessage
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/openapi.json", raw: true}, &raw)
+	return raw, err
 }
 
 // SignIn signs in with email and password (POST /api/auth/sign-in/email)

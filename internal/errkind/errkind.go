@@ -11,6 +11,7 @@ package errkind
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Kind classifies a failure. The zero value is Internal.
@@ -185,3 +186,24 @@ func KindOf(err error) Kind {
 
 // Is reports whether err is classified as kind k.
 func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
+
+// specificCodes are the codes an error of a kind may answer with instead
+// of its default code (WithCode).
+var specificCodes = map[Kind][]string{
+	Conflict: {CodeAgentDeleting, CodeNamespaceNotReady, CodeNamespaceNotEmpty, CodeInstallationExists},
+}
+
+// CodesByStatus lists every public error code by the HTTP status it is
+// sent with: the contract the OpenAPI document publishes.
+func CodesByStatus() map[int][]string {
+	out := map[int][]string{}
+	for k, code := range defaultCode {
+		s := status[k]
+		out[s] = append(out[s], code)
+		out[s] = append(out[s], specificCodes[k]...)
+	}
+	for s := range out {
+		slices.Sort(out[s])
+	}
+	return out
+}

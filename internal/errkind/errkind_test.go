@@ -50,3 +50,17 @@ func TestKindThroughWrapping(t *testing.T) {
 		t.Fatal("unclassified errors must be Internal and nil must be no kind")
 	}
 }
+
+func TestCodesByStatus(t *testing.T) {
+	got := CodesByStatus()
+	want := map[int][]string{
+		400: {CodeInvalidRequest}, 401: {CodeUnauthenticated}, 403: {CodeForbidden}, 404: {CodeNotFound},
+		405: {CodeMethodNotAllowed},
+		409: {CodeAgentDeleting, CodeInstallationExists, CodeNamespaceNotEmpty, CodeNamespaceNotReady, CodeResourceConflict},
+		412: {CodePreconditionFailed}, 413: {CodePayloadTooLarge}, 415: {CodeUnsupportedMedia},
+		500: {CodeInternal}, 501: {CodeNotImplemented}, 503: {CodeUnavailable, CodeUnknownOutcome},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CodesByStatus (-want +got):\n%s", diff)
+	}
+}

@@ -98,7 +98,7 @@ func TestAdmission(t *testing.T) {
 				srv = tc.req.srv
 			}
 			rec := httptest.NewRecorder()
-			srv.Handler().ServeHTTP(rec, r)
+			serve(t, srv.Handler(), rec, r)
 			if rec.Code != tc.want {
 				t.Errorf("status %d, want %d: %s", rec.Code, tc.want, rec.Body.String())
 			}

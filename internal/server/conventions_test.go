@@ -59,7 +59,7 @@ func TestConventionsThroughRoutes(t *testing.T) {
 			r.Header.Set("Origin", testOrigin)
 			r.AddCookie(e.admin.cookie)
 			rec := httptest.NewRecorder()
-			e.srv.Handler().ServeHTTP(rec, r)
+			serve(t, e.srv.Handler(), rec, r)
 			var env envelope
 			_ = jsonUnmarshal(rec.Body.Bytes(), &env)
 			got := want{Status: rec.Code, Allow: rec.Header().Get("Allow")}

@@ -78,7 +78,7 @@ func (fe *filesEnv) put(name, body string, headers map[string]string) (*httptest
 		r.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
-	fe.srv.Handler().ServeHTTP(rec, r)
+	serve(fe.t, fe.srv.Handler(), rec, r)
 	var env envelope
 	_ = jsonUnmarshal(rec.Body.Bytes(), &env)
 	return rec, env

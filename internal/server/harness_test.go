@@ -120,7 +120,7 @@ func (e *env) do(method, path string, body any, c cred) (int, envelope, *httptes
 		req.Header.Set("X-Api-Key", c.key)
 	}
 	rec := httptest.NewRecorder()
-	e.srv.Handler().ServeHTTP(rec, req)
+	serve(e.t, e.srv.Handler(), rec, req)
 	e.transcript.Write(rec.Body.Bytes())
 	for k, v := range rec.Header() {
 		fmt.Fprintf(&e.transcript, "%s: %v\n", k, v)

@@ -152,8 +152,9 @@ func admin(ok int, build func(f *fixture) (string, any)) matrixRoute {
 
 func matrixRoutes() map[string]matrixRoute {
 	return map[string]matrixRoute{
-		"GET /healthz": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/healthz")},
-		"GET /readyz":  {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/readyz")},
+		"GET /healthz":      {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/healthz")},
+		"GET /readyz":       {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/readyz")},
+		"GET /openapi.json": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/openapi.json")},
 		// Sign-in and sign-out change the caller's own session; they have
 		// their own tests (TestSignInOut).
 		"POST /api/auth/sign-in/email": {},
