@@ -330,6 +330,15 @@ node_ready() {
 	[ "$(kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
+# untaint removes the node.kubernetes.io/not-ready taint. The TaintNodesByCondition admission plugin
+# puts it on every new Node, and only the node lifecycle controller (not run, see above) takes it off
+# once the node is Ready: without this, every Pod stays Pending (Unschedulable). Idempotent.
+untaint() {
+	if kubectl get node "$NODE" -o 'jsonpath={.spec.taints[*].key}' | grep -qw node.kubernetes.io/not-ready; then
+		kubectl taint node "$NODE" node.kubernetes.io/not-ready:NoSchedule- >/dev/null
+	fi
+}
+
 apply_crds() {
 	local gw eg cm d
 	gw=$(mod_dir "sigs.k8s.io/gateway-api@$GWAPI_VERSION")/config/crd/standard
@@ -404,6 +413,7 @@ start() {
 
 	lock
 	if healthy; then
+		untaint
 		log "reusing the running environment in $DIR"
 		return
 	fi
@@ -430,6 +440,7 @@ start() {
 	wait_until 60 kube-controller-manager "kube-controller-manager /healthz" health_ok "https://127.0.0.1:$KCM_PORT/healthz"
 	wait_until 60 kube-scheduler "kube-scheduler /healthz" health_ok "https://127.0.0.1:$SCHED_PORT/healthz"
 	wait_until 60 kwok "node $NODE Ready" node_ready
+	untaint
 	phase "kube-controller-manager and kube-scheduler healthy, node $NODE Ready"
 	start_envoy_gateway
 	fingerprint >"$DIR/fingerprint"
