@@ -18,6 +18,7 @@ type (
 	Runtime        = kubecfg.Runtime
 	Resources      = kubecfg.Resources
 	ResourceList   = kubecfg.ResourceList
+	TenantAccess   = kubecfg.TenantAccess
 )
 
 // Labels and annotations. Labels carry raw ids (selectable); names carry

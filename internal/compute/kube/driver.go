@@ -134,7 +134,8 @@ func (d *Driver) Capabilities() compute.Capabilities {
 // Config returns the driver's configuration with defaults applied.
 func (d *Driver) Config() Config { return d.cfg }
 
-// EnsureNamespace applies the tenant namespace and its NetworkPolicies.
+// EnsureNamespace applies the tenant namespace, the RoleBinding of
+// TenantAccess when configured, and the NetworkPolicies.
 // A namespace of that name that is labelled for another OCC Namespace, or
 // that is being deleted, is an error (retryable: deletion finishes).
 func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) error {
@@ -156,6 +157,13 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) erro
 	}
 	if err := d.apply(ctx, namespace, ""); err != nil {
 		return err
+	}
+	// Without this binding the driver can write nothing in the namespace
+	// it just created (with TenantAccess, that is all its RBAC grants).
+	if rb := RenderTenantAccess(d.cfg, ns); rb != nil {
+		if err := d.apply(ctx, rb, ""); err != nil {
+			return err
+		}
 	}
 	for _, p := range policies {
 		if err := d.apply(ctx, p, ""); err != nil {

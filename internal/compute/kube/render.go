@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -569,4 +570,33 @@ func RenderNamespace(cfg Config, ns compute.Namespace) (*corev1.Namespace, []*ne
 		}),
 	}
 	return namespace, policies
+}
+
+// TenantAccessBinding is the name of the RoleBinding that grants the
+// driver its permissions in a tenant namespace.
+const TenantAccessBinding = "occ-worker"
+
+// RenderTenantAccess returns the RoleBinding that binds
+// cfg.TenantAccess.ClusterRole to the driver's ServiceAccount in the
+// tenant namespace of ns, or nil without TenantAccess. The driver applies
+// it right after the namespace: until then it holds no permission there,
+// which is the point (it creates it with the "bind" verb on that one
+// ClusterRole).
+func RenderTenantAccess(cfg Config, ns compute.Namespace) *rbacv1.RoleBinding {
+	ta := cfg.TenantAccess
+	if ta == nil {
+		return nil
+	}
+	return &rbacv1.RoleBinding{
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: TenantAccessBinding, Namespace: TenantNamespace(ns.ID),
+			Labels:      map[string]string{LabelManagedBy: ManagedBy, LabelNamespace: ns.ID},
+			Annotations: map[string]string{AnnotationNamespaceID: ns.ID},
+		},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ta.ClusterRole},
+		Subjects: []rbacv1.Subject{{
+			Kind: rbacv1.ServiceAccountKind, Name: ta.ServiceAccountName, Namespace: ta.ServiceAccountNamespace,
+		}},
+	}
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -739,5 +740,28 @@ func TestDiagnosePods(t *testing.T) {
 	}}, 3)
 	if err != nil || msg != "pod q not scheduled (Unschedulable); container gateway of pod q: ImagePullBackOff" {
 		t.Errorf("unschedulable: %q, %v", msg, err)
+	}
+}
+
+func TestRenderTenantAccess(t *testing.T) {
+	ns := compute.Namespace{ID: nsID}
+	if rb := RenderTenantAccess(unitConfig(), ns); rb != nil {
+		t.Fatalf("RenderTenantAccess without tenantAccess = %v, want nil", rb)
+	}
+	cfg := unitConfig()
+	cfg.TenantAccess = &TenantAccess{ClusterRole: "occ-tenant", ServiceAccountName: "occ-worker", ServiceAccountNamespace: "openclaw-system"}
+	rb := RenderTenantAccess(cfg, ns)
+	want := &rbacv1.RoleBinding{
+		TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "occ-worker", Namespace: TenantNamespace(nsID),
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "openclaw-enterprise", "openclaw.dev/namespace": nsID},
+			Annotations: map[string]string{"openclaw.dev/namespace-id": nsID},
+		},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "occ-tenant"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "occ-worker", Namespace: "openclaw-system"}},
+	}
+	if diff := cmp.Diff(want, rb); diff != "" {
+		t.Errorf("RenderTenantAccess (-want +got):\n%s", diff)
 	}
 }

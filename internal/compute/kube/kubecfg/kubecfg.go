@@ -45,6 +45,24 @@ type Config struct {
 	// Resources is the gateway container's budget; the workspace-setup init
 	// container gets the same one (it runs the native CLI).
 	Resources Resources `yaml:"resources" json:"resources"`
+	// TenantAccess, when set, makes every tenant namespace grant the
+	// driver's own ServiceAccount its namespaced permissions through a
+	// RoleBinding the driver applies right after the namespace, so the
+	// worker holds write access only in namespaces it created (the Helm
+	// chart sets it; docs/install-kubernetes.md, "RBAC").
+	TenantAccess *TenantAccess `yaml:"tenantAccess" json:"tenantAccess,omitempty"`
+}
+
+// TenantAccess names the ClusterRole that holds the driver's namespaced
+// permissions and the ServiceAccount the driver runs as.
+type TenantAccess struct {
+	// ClusterRole is bound, in each tenant namespace, to the
+	// ServiceAccount. The driver's identity needs the "bind" verb on it.
+	ClusterRole string `yaml:"clusterRole" json:"clusterRole"`
+	// ServiceAccountName and ServiceAccountNamespace name the worker's
+	// ServiceAccount.
+	ServiceAccountName      string `yaml:"serviceAccountName" json:"serviceAccountName"`
+	ServiceAccountNamespace string `yaml:"serviceAccountNamespace" json:"serviceAccountNamespace"`
 }
 
 // GatewayRouting names the installation's shared private Gateway, which
@@ -156,6 +174,10 @@ func DefaultDNSPodLabels() map[string]string { return map[string]string{"k8s-app
 // its default. It copies the slices and maps it keeps, so the result can be
 // changed without touching c.
 func (c Config) WithDefaults() Config {
+	if c.TenantAccess != nil {
+		ta := *c.TenantAccess
+		c.TenantAccess = &ta
+	}
 	if c.GatewayRouting != nil {
 		r := *c.GatewayRouting
 		if r.EndpointPort == 0 {
@@ -297,6 +319,18 @@ func (c Config) Validate() error {
 		}
 		if len(v) > 63 || !labelValueRE.MatchString(v) {
 			add("network.dns.podLabels[%q]: %q is not a label value", k, v)
+		}
+	}
+
+	if ta := c.TenantAccess; ta != nil {
+		if msgs := validation.IsDNS1123Subdomain(ta.ClusterRole); len(msgs) > 0 {
+			add("tenantAccess.clusterRole %q is not a Kubernetes name: %s", ta.ClusterRole, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsDNS1123Subdomain(ta.ServiceAccountName); len(msgs) > 0 {
+			add("tenantAccess.serviceAccountName %q is not a Kubernetes name: %s", ta.ServiceAccountName, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsDNS1123Label(ta.ServiceAccountNamespace); len(msgs) > 0 {
+			add("tenantAccess.serviceAccountNamespace %q is not a Kubernetes name: %s", ta.ServiceAccountNamespace, strings.Join(msgs, "; "))
 		}
 	}
 

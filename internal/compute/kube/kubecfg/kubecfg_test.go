@@ -47,6 +47,16 @@ func TestValidate(t *testing.T) {
 			c.Runtime.ImagePullPolicy = "Always"
 			c.Resources = Resources{Requests: ResourceList{CPU: "1", Memory: "1Gi"}, Limits: ResourceList{CPU: "2", Memory: "2Gi"}}
 		}, nil},
+		{"tenant access", routed, func(c *Config) {
+			c.TenantAccess = &TenantAccess{ClusterRole: "occ-tenant", ServiceAccountName: "occ-worker", ServiceAccountNamespace: "openclaw-system"}
+		}, nil},
+		{"tenant access with bad names", routed, func(c *Config) {
+			c.TenantAccess = &TenantAccess{ClusterRole: "", ServiceAccountName: "Occ_Worker", ServiceAccountNamespace: "a.b"}
+		}, []string{
+			`tenantAccess.clusterRole "" is not a Kubernetes name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`tenantAccess.serviceAccountName "Occ_Worker" is not a Kubernetes name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`tenantAccess.serviceAccountNamespace "a.b" is not a Kubernetes name: must not contain dots`,
+		}},
 		{"two halves of IPv4 are fine alone", routed, func(c *Config) {
 			c.Network.GatewayTrustedProxyCIDRs = []string{"0.0.0.0/1"}
 		}, nil},
