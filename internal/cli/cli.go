@@ -41,6 +41,11 @@ type deps struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	getenv    func(string) string
+	// executable locates the running binary (install-self); execve
+	// replaces the process (workspace-setup --exec) and returns only on
+	// failure.
+	executable func() (string, error)
+	execve     func(argv0 string, argv, envv []string) error
 }
 
 func defaultDeps() deps {
@@ -55,9 +60,11 @@ func defaultDeps() deps {
 			}
 			return s, nil
 		},
-		stdout: os.Stdout,
-		stderr: os.Stderr,
-		getenv: os.Getenv,
+		stdout:     os.Stdout,
+		stderr:     os.Stderr,
+		getenv:     os.Getenv,
+		executable: os.Executable,
+		execve:     syscall.Exec,
 	}
 }
 
@@ -146,7 +153,8 @@ variable and a key in the --config YAML file; see docs/configuration.md.`,
 	// The completion command is cobra's default, not part of OCC's
 	// interface; it can be added deliberately later.
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d), newWorkspaceSetupCmd(d))
+	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d), newWorkspaceSetupCmd(d),
+		newInstallSelfCmd(d))
 	return root
 }
 

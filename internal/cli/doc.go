@@ -1,5 +1,5 @@
 // Package cli owns the occ command tree: the root command, its
-// subcommands (server, worker, migrate, workspace-setup, version), how each turns flags,
+// subcommands (server, worker, migrate, workspace-setup, install-self, version), how each turns flags,
 // environment and config file into a config.Config, and the exit codes.
 //
 // Exit codes: 0 success, 1 the command ran and failed (a runtime error),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,7 +44,7 @@ var errWorkspaceSetupFailed = &fixedError{text: setuprunner.ErrFailed.Error(), c
 
 type workspaceSetupFlags struct {
 	payload, workspace, node, openclaw, stateDir, logFile string
-	verify                                                bool
+	verify, exec                                          bool
 }
 
 func newWorkspaceSetupCmd(d deps) *cobra.Command {
@@ -66,21 +67,33 @@ On success it prints one line {"completed":true,"id":"<id>"} and, when a
 pending payload came from a file, removes that file. On any failure it
 prints only WORKSPACE_SETUP_FAILED to standard error and exits 1; details
 (steps and error classes, never content) go to --log. See
-docs/workspace-setup.md.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
+docs/workspace-setup.md.
+
+With --exec, the command after "--" (looked up in PATH when it has no
+slash) replaces this process once the run succeeded, with the same
+environment, and the success line is not printed:
+
+  occ workspace-setup --verify --payload identity.json --workspace W \
+    --exec -- node /app/openclaw.mjs gateway run
+
+So a gateway container starts only over a verified workspace, without a
+shell. If the run or the exec fails, the command is never started.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// Arguments are only the command of --exec, all after "--", so
+			// none of them can be mistaken for one of occ's flags.
+			if f.exec != (len(args) > 0) || (f.exec && cmd.ArgsLenAtDash() != 0) {
 				return errWorkspaceSetupFailed
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			defer func() {
 				// Nothing of a panic may reach standard error.
 				if recover() != nil {
 					err = errWorkspaceSetupFailed
 				}
 			}()
-			if err := runWorkspaceSetup(cmd, d, f); err != nil {
+			if err := runWorkspaceSetup(cmd, d, f, args); err != nil {
 				return errWorkspaceSetupFailed
 			}
 			return nil
@@ -95,13 +108,17 @@ docs/workspace-setup.md.`,
 	fl.StringVar(&f.openclaw, "openclaw", defaultExecutable, "OpenClaw's openclaw.mjs; env "+envExecutable)
 	fl.StringVar(&f.stateDir, "state-dir", "", "HOME and OPENCLAW_STATE_DIR for native setup; env "+envStateDir+"; a private temporary directory when neither is set")
 	fl.BoolVar(&f.verify, "verify", false, "verify only: the payload is the identity with completed:true, and the marker must match it")
+	fl.BoolVar(&f.exec, "exec", false, "on success, print nothing and replace this process with the command given after --")
 	fl.StringVar(&f.logFile, "log", "", "append step-level details (never file content) to this file")
 	return cmd
 }
 
 // runWorkspaceSetup does the work; any error it returns is reported only
 // as WORKSPACE_SETUP_FAILED (the detail is in the log when there is one).
-func runWorkspaceSetup(cmd *cobra.Command, d deps, f workspaceSetupFlags) (err error) {
+// With --exec it prints nothing on success (standard output belongs to
+// the command) and replaces the process with command; it returns only if
+// something failed.
+func runWorkspaceSetup(cmd *cobra.Command, d deps, f workspaceSetupFlags, command []string) (err error) {
 	flags := cmd.Flags()
 	// A flag wins over its environment variable; an empty environment
 	// variable counts as unset.
@@ -137,6 +154,15 @@ func runWorkspaceSetup(cmd *cobra.Command, d deps, f workspaceSetupFlags) (err e
 			logf("workspace-setup: failed: %s", commandErrClass(err))
 		}
 	}()
+
+	// The command is resolved first, so one that cannot start fails
+	// before the run changes anything.
+	var execPath string
+	if f.exec {
+		if execPath, err = exec.LookPath(command[0]); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
+	}
 
 	payloadPath := pick("payload", envSetupPath)
 	if flags.Changed("payload") && payloadPath == "" {
@@ -182,6 +208,12 @@ func runWorkspaceSetup(cmd *cobra.Command, d deps, f workspaceSetupFlags) (err e
 		if err := os.Remove(payloadPath); err != nil && !ignorableUnlinkError(err) {
 			return err
 		}
+	}
+	if f.exec {
+		// Every file this process opened is close-on-exec (Go's default):
+		// the command inherits the standard streams and the environment
+		// only. execve returns only when it failed.
+		return d.execve(execPath, command, os.Environ())
 	}
 	line := append([]byte(`{"completed":true,"id":`), workspace.AppendJSString(nil, setup.ID)...)
 	line = append(line, "}\n"...)

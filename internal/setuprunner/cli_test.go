@@ -3,6 +3,7 @@ package setuprunner_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,5 +179,72 @@ func TestWorkspaceSetupCommand(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(ws, workspace.MarkerName)); got != string(pending.Identity().MarshalMarker()) {
 		t.Errorf("a failed run changed the marker to %q", got)
+	}
+}
+
+// TestWorkspaceSetupExec runs the gateway container's command line for
+// real: `occ workspace-setup --verify ... --exec -- <command>` replaces
+// occ with the command (same process id, same environment, its exit
+// code) once the marker matches, prints nothing of its own, and never
+// starts the command when the marker differs. No runtime is needed: the
+// verifier only reads the marker.
+func TestWorkspaceSetupExec(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "ws")
+	completed := pendingSetup(fullFiles)
+	completed.Files, completed.Completed = nil, true
+	writeFile(t, filepath.Join(ws, workspace.MarkerName), string(completed.Identity().MarshalMarker()))
+	identityFile := filepath.Join(dir, "identity.json")
+	writeFile(t, identityFile, payloadJSON(t, completed))
+	other := completed
+	other.ID = "setup-other"
+	otherFile := filepath.Join(dir, "other.json")
+	writeFile(t, otherFile, payloadJSON(t, other))
+	ran := filepath.Join(dir, "ran")
+
+	// The command prints its pid, an argument and a variable, leaves a
+	// trace and exits 3.
+	script := `echo "pid=$$ arg=$1 env=$OCC_EXEC_TEST"; : >"$2"; exit 3`
+	start := func(payload string) (occResult, int) {
+		ctx := testContext(t, time.Minute)
+		cmd := exec.CommandContext(ctx, os.Args[0], "workspace-setup", "--verify", "--payload", payload, "--workspace", ws,
+			"--exec", "--", "sh", "-c", script, "sh", "--verify", ran)
+		cmd.Env = append(os.Environ(), cliEnv+"=1", "OCC_EXEC_TEST=kept")
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		res := occResult{Stdout: stdout.String(), Stderr: stderr.String()}
+		var exit *exec.ExitError
+		switch {
+		case errors.As(err, &exit):
+			res.Code = exit.ExitCode()
+		case err != nil:
+			t.Fatalf("running occ workspace-setup --exec: %v", err)
+		}
+		return res, cmd.Process.Pid
+	}
+
+	got, pid := start(identityFile)
+	want := occResult{Stdout: fmt.Sprintf("pid=%d arg=--verify env=kept\n", pid), Code: 3}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("occ workspace-setup --verify --exec (marker matches) mismatch (-want +got):\n%s", diff)
+	}
+	if !exists(ran) {
+		t.Errorf("the command did not run")
+	}
+
+	if err := os.Remove(ran); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = start(otherFile)
+	if diff := cmp.Diff(occFailed, got); diff != "" {
+		t.Errorf("occ workspace-setup --verify --exec (divergent marker) mismatch (-want +got):\n%s", diff)
+	}
+	if exists(ran) {
+		t.Errorf("the command ran although the marker differs")
 	}
 }
