@@ -186,18 +186,14 @@ const (
 	volSetup  = "workspace-setup"
 )
 
-// verifyThenExec runs the verifier and then replaces the shell with the
-// gateway. Arguments arrive as positional parameters ($0 occ, $1 the
-// identity file, $2 the workspace, then the gateway's command line), so
-// nothing is interpolated into the script.
-const verifyThenExec = `set -e; "$0" workspace-setup --verify --payload "$1" --workspace "$2" >/dev/null; shift 2; exec "$@"`
-
 // renderDeployment returns the gateway Deployment of revision r. With a
-// setup, init containers copy occ from the OCC image into an emptyDir and
-// run `occ workspace-setup` in the gateway image (applies a pending setup
-// once, checks the marker of a completed one), and the gateway container
-// starts with the verifier, so a workspace whose marker is missing or
-// differs never serves.
+// setup, init containers copy occ from the OCC image into an emptyDir
+// (`occ install-self`) and run `occ workspace-setup` in the gateway image
+// (applies a pending setup once, checks the marker of a completed one),
+// and the gateway container starts as `occ workspace-setup --verify
+// --exec -- <gateway>`, which replaces itself with the gateway only when
+// the marker matches, so a workspace whose marker is missing or differs
+// never serves. Neither image needs a shell or cp.
 func renderDeployment(cfg Config, r revisionRef, withSetup bool) *appsv1.Deployment {
 	ns := TenantNamespace(r.NamespaceID)
 	rt := cfg.Runtime
@@ -276,7 +272,7 @@ func renderDeployment(cfg Config, r revisionRef, withSetup bool) *appsv1.Deploym
 				Name:            "occ-binary",
 				Image:           rt.OCCImage,
 				ImagePullPolicy: pull,
-				Command:         []string{"cp", rt.OCCBinaryPath, occBin},
+				Command:         []string{rt.OCCBinaryPath, "install-self", "--to", occBin},
 				VolumeMounts:    []corev1.VolumeMount{{Name: volOCC, MountPath: occBinDir}},
 				Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
@@ -302,7 +298,10 @@ func renderDeployment(cfg Config, r revisionRef, withSetup bool) *appsv1.Deploym
 				SecurityContext: containerSecurity(),
 			},
 		}
-		gateway.Command = append([]string{"sh", "-c", verifyThenExec, occBin, setupDir + "/" + SetupIdentityKey, WorkspaceDir}, gatewayCmd...)
+		gateway.Command = append([]string{occBin, "workspace-setup", "--verify",
+			"--payload", setupDir + "/" + SetupIdentityKey,
+			"--workspace", WorkspaceDir,
+			"--exec", "--"}, gatewayCmd...)
 		gateway.VolumeMounts = append(gateway.VolumeMounts, occMount, setupMount)
 	}
 

@@ -436,12 +436,13 @@ func TestRenderDeployment(t *testing.T) {
 		got = append(got, container{c.Name, c.Image, c.Command})
 	}
 	want := []container{
-		{"occ-binary", "occ:1", []string{"cp", "/usr/local/bin/occ", "/opt/occ/bin/occ"}},
+		{"occ-binary", "occ:1", []string{"/usr/local/bin/occ", "install-self", "--to", "/opt/occ/bin/occ"}},
 		{"workspace-setup", "gw:1", []string{"/opt/occ/bin/occ", "workspace-setup",
 			"--payload", "/run/occ/workspace-setup/payload.json", "--workspace", "/home/node/.openclaw/workspace",
 			"--node", "node", "--openclaw", "/app/openclaw.mjs", "--state-dir", "/home/node/.openclaw"}},
-		{"gateway", "gw:1", []string{"sh", "-c", verifyThenExec, "/opt/occ/bin/occ", "/run/occ/workspace-setup/identity.json",
-			"/home/node/.openclaw/workspace", "node", "/app/openclaw.mjs", "gateway", "run", "--port", "8080"}},
+		{"gateway", "gw:1", []string{"/opt/occ/bin/occ", "workspace-setup", "--verify",
+			"--payload", "/run/occ/workspace-setup/identity.json", "--workspace", "/home/node/.openclaw/workspace",
+			"--exec", "--", "node", "/app/openclaw.mjs", "gateway", "run", "--port", "8080"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("containers (-want +got):\n%s", diff)

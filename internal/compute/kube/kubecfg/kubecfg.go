@@ -121,7 +121,8 @@ type Runtime struct {
 	// OCCImage is the image holding the occ binary at OCCBinaryPath, copied
 	// by the first init container into a shared emptyDir, so
 	// `occ workspace-setup` runs inside the gateway image. Required. The
-	// copy uses `cp`, so the image needs one.
+	// copy is made by occ itself (`occ install-self`), so the image needs
+	// nothing but occ: no shell, no cp.
 	OCCImage string `yaml:"occImage" json:"occImage"`
 	// OCCBinaryPath defaults to /usr/local/bin/occ.
 	OCCBinaryPath string `yaml:"occBinaryPath" json:"occBinaryPath,omitempty"`
