@@ -245,3 +245,16 @@ func RandomName(prefix string) string {
 	}
 	return prefix + "-" + hex.EncodeToString(b)
 }
+
+// Helm returns the helm binary built with the environment (OCC_TEST_HELM,
+// else helm on PATH) for tests that need only helm, not the API server
+// (lint and template). Without one it skips the test, or fails it under
+// CI=true.
+func Helm(t testing.TB) string {
+	t.Helper()
+	p := tool(EnvHelm, "helm")
+	if p == "" {
+		unavailable(t, fmt.Sprintf("%s is not set and no helm is on PATH", EnvHelm))
+	}
+	return p
+}

@@ -1,0 +1,216 @@
+{{/*
+Names. Every derived name of the routing objects is the same function of the same inputs as in
+the Kubernetes Compute driver (internal/compute/kube/kubecfg: RouteLabel, EnvoyServiceName, Host);
+the chart tests check that they agree.
+*/}}
+
+{{/* occ.fullname: the release's base name, <release>-occ unless the release name contains "occ". */}}
+{{- define "occ.fullname" -}}
+{{- if contains "occ" .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-occ" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* occ.clusterName: a cluster-scoped object's name, unique per release namespace. */}}
+{{- define "occ.clusterName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "occ.fullname" .) | trunc 55 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "occ.apiName" -}}{{ include "occ.fullname" . }}-api{{- end -}}
+{{- define "occ.workerName" -}}{{ include "occ.fullname" . }}-worker{{- end -}}
+{{- define "occ.tenantRoleName" -}}{{ include "occ.clusterName" . }}-tenant{{- end -}}
+
+{{- define "occ.labels" -}}
+app.kubernetes.io/name: occ
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* occ.selector COMPONENT: the labels that select one component's Pods. */}}
+{{- define "occ.selector" -}}
+app.kubernetes.io/name: occ
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "occ.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "occ.gatewayImage" -}}
+{{- printf "%s:%s" .Values.gatewayImage.repository .Values.gatewayImage.tag -}}
+{{- end -}}
+
+{{/* occ.workerEmbedded: "true" when the API runs the worker (the sqlite evaluation mode). */}}
+{{- define "occ.workerEmbedded" -}}
+{{- if eq .Values.database.mode "sqlite" -}}true{{- else -}}false{{- end -}}
+{{- end -}}
+
+{{/* Routing names (seed 003 and the reference chart). */}}
+{{- define "occ.gatewayName" -}}
+{{- .Values.gatewayRouting.gatewayName | default (printf "%s-agent-gateways" .Release.Name) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* occ.routeLabel: the first 12 hex digits of sha256("<release namespace>/<gateway name>"). */}}
+{{- define "occ.routeLabel" -}}
+{{- printf "%s/%s" .Release.Namespace (include "occ.gatewayName" .) | sha256sum | trunc 12 -}}
+{{- end -}}
+
+{{- define "occ.envoyServiceName" -}}occ-gateway-{{ include "occ.routeLabel" . }}{{- end -}}
+
+{{- define "occ.gatewayHost" -}}
+{{- .Values.gatewayRouting.hostname | default (printf "%s.%s.svc" (include "occ.envoyServiceName" .) .Values.gatewayRouting.envoyNamespace) -}}
+{{- end -}}
+
+{{- define "occ.tlsSecretName" -}}
+{{- .Values.gatewayRouting.tlsSecretName | default (printf "%s-tls" (include "occ.gatewayName" .)) -}}
+{{- end -}}
+
+{{- define "occ.rootSecretName" -}}{{ include "occ.envoyServiceName" . }}-root{{- end -}}
+
+{{/* occ.autoCA: "true" when the chart creates its own CA (no issuerRef.name). */}}
+{{- define "occ.autoCA" -}}
+{{- if .Values.gatewayRouting.issuerRef.name -}}false{{- else -}}true{{- end -}}
+{{- end -}}
+
+{{/* occ.caFile: "true" when OCC gets a CA bundle file (automatic CA, or an explicit bundle). */}}
+{{- define "occ.caFile" -}}
+{{- if and .Values.gatewayRouting.enabled (or (eq (include "occ.autoCA" .) "true") .Values.gatewayRouting.caSecretName) -}}true{{- else -}}false{{- end -}}
+{{- end -}}
+
+{{/* Mount points of the service key and the CA bundle. */}}
+{{- define "occ.keyDir" -}}/etc/occ/gateway-api-key{{- end -}}
+{{- define "occ.caDir" -}}/etc/occ/gateway-ca{{- end -}}
+
+{{/*
+occ.config: occ's configuration file (docs/configuration.md), the same for the API and the worker.
+Its drivers.compute.kubernetes section is the driver's configuration, built from the same values
+as the routing objects below.
+*/}}
+{{- define "occ.config" -}}
+{{- $v := .Values -}}
+{{- $r := $v.gatewayRouting -}}
+{{- $network := dict "gatewayPort" (int $r.tenantGatewayPort) "dns" (dict "namespace" $v.compute.dns.namespace "podLabels" $v.compute.dns.podLabels) -}}
+{{- if $r.enabled -}}
+{{- $_ := set $network "gatewayTrustedProxyCidrs" $v.compute.gatewayTrustedProxyCidrs -}}
+{{- else -}}
+{{- $_ := set $network "gatewayClients" $v.compute.gatewayClients -}}
+{{- end -}}
+{{- $runtime := dict "gatewayImage" (include "occ.gatewayImage" .) "occImage" (include "occ.image" .) "imagePullPolicy" $v.image.pullPolicy "gatewayStorageSize" $v.compute.gatewayStorageSize -}}
+{{- with $v.compute.gatewayStorageClassName -}}{{- $_ := set $runtime "gatewayStorageClassName" . -}}{{- end -}}
+{{- $kube := dict "network" $network "runtime" $runtime "resources" $v.compute.gatewayResources -}}
+{{- $_ := set $kube "tenantAccess" (dict "clusterRole" (include "occ.tenantRoleName" .) "serviceAccountName" (include "occ.workerServiceAccount" .) "serviceAccountNamespace" .Release.Namespace) -}}
+{{- if $r.enabled -}}
+{{- $routing := dict "gatewayName" (include "occ.gatewayName" .) "gatewayNamespace" .Release.Namespace "envoyNamespace" $r.envoyNamespace "endpointPort" (int $r.endpointPort) "envoyHttpsTargetPort" (int $r.envoyHttpsTargetPort) -}}
+{{- with $r.hostname -}}{{- $_ := set $routing "hostname" . -}}{{- end -}}
+{{- $_ := set $kube "gatewayRouting" $routing -}}
+{{- end -}}
+{{- $admin := dict "email" $v.bootstrapAdmin.email -}}
+{{- if $v.bootstrapAdmin.passwordSecretName -}}{{- $_ := set $admin "passwordFile" "/etc/occ/bootstrap-admin/password" -}}{{- end -}}
+{{- $cfg := dict "listen" (printf "0.0.0.0:%d" (int $v.api.port)) "dataDir" "/var/lib/occ" "publicOrigin" ($v.publicOrigin | default (printf "http://%s.%s.svc:%d" (include "occ.apiName" .) .Release.Namespace (int $v.api.port))) "log" (dict "level" $v.logLevel "format" $v.logFormat) "bootstrapAdmin" $admin "drivers" (dict "compute" (dict "driver" "kubernetes" "kubernetes" $kube)) -}}
+{{- with $v.trustedProxies -}}{{- $_ := set $cfg "trustedProxies" . -}}{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
+{{- define "occ.apiServiceAccount" -}}{{ include "occ.apiName" . }}{{- end -}}
+{{- define "occ.workerServiceAccount" -}}{{ include "occ.workerName" . }}{{- end -}}
+
+{{/*
+occ.podEnv: the environment of the API and worker containers. The database URL comes from the
+operator's Secret; the service key and CA bundle are files, never values.
+*/}}
+{{- define "occ.podEnv" -}}
+- name: OCC_CONFIG
+  value: /etc/occ/config/occ.yaml
+{{- if eq .Values.database.mode "postgres" }}
+- name: OCC_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.database.existingSecret }}
+      key: {{ .Values.database.secretKey }}
+{{- end }}
+{{- if .Values.gatewayRouting.enabled }}
+- name: OCC_GATEWAY_API_KEY_PATH
+  value: {{ include "occ.keyDir" . }}/key
+{{- end }}
+{{- if eq (include "occ.caFile" .) "true" }}
+- name: OCC_GATEWAY_CA_FILE
+  value: {{ include "occ.caDir" . }}/ca.crt
+{{- end }}
+{{- end -}}
+
+{{/* occ.podVolumes / occ.podMounts: configuration, scratch, service key and CA bundle. */}}
+{{- define "occ.podVolumes" -}}
+- name: config
+  configMap:
+    name: {{ include "occ.fullname" . }}-config
+- name: tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- if .Values.gatewayRouting.enabled }}
+- name: gateway-api-key
+  secret:
+    secretName: {{ .Values.gatewayRouting.apiKeySecretName }}
+    defaultMode: 0440
+    items:
+      - key: occ
+        path: key
+{{- end }}
+{{- if eq (include "occ.caFile" .) "true" }}
+- name: gateway-ca
+  secret:
+{{- if eq (include "occ.autoCA" .) "true" }}
+    # Only the root's public certificate, never its key; the Pod waits for cert-manager to
+    # issue the Secret.
+    secretName: {{ include "occ.rootSecretName" . }}
+    defaultMode: 0444
+    items:
+      - key: tls.crt
+        path: ca.crt
+{{- else }}
+    secretName: {{ .Values.gatewayRouting.caSecretName }}
+    defaultMode: 0444
+    items:
+      - key: {{ .Values.gatewayRouting.caSecretKey }}
+        path: ca.crt
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "occ.podMounts" -}}
+- name: config
+  mountPath: /etc/occ/config
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.gatewayRouting.enabled }}
+- name: gateway-api-key
+  mountPath: {{ include "occ.keyDir" . }}
+  readOnly: true
+{{- end }}
+{{- if eq (include "occ.caFile" .) "true" }}
+- name: gateway-ca
+  mountPath: {{ include "occ.caDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "occ.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "occ.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+{{- end -}}

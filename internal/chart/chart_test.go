@@ -1,0 +1,378 @@
+package chart
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
+	"github.com/openclaw/occ/internal/compute/registry"
+	"github.com/openclaw/occ/internal/config"
+	testkube "github.com/openclaw/occ/internal/testenv/kube"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the chart")
+
+// chartDir is the chart under test, from this package's directory.
+const chartDir = "../../deploy/helm/occ"
+
+// kubeVersion is the test API server's version; helm template's default
+// (v1.20) is older than the chart's kubeVersion floor.
+const kubeVersion = "1.37.2"
+
+// release and namespace are seed 003's example installation.
+const (
+	release   = "oce"
+	namespace = "openclaw-system"
+)
+
+// valueSets are the documented value sets, each with a golden render.
+var valueSets = []string{"routing-off", "routing-auto-ca", "routing-issuer"}
+
+// helm runs the helm binary with args and returns its standard output; a
+// failure carries standard error.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin := testkube.Helm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// helm keeps caches and repositories under HOME; a test must not
+	// touch the developer's.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// render is helm template of the chart with the value files and --set
+// arguments given.
+func render(t *testing.T, files []string, sets ...string) (string, error) {
+	t.Helper()
+	args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
+	for _, f := range files {
+		args = append(args, "--values", f)
+	}
+	for _, s := range sets {
+		if j, ok := strings.CutPrefix(s, "json:"); ok {
+			args = append(args, "--set-json", j)
+		} else {
+			args = append(args, "--set", s)
+		}
+	}
+	return helm(t, args...)
+}
+
+func valuesFile(name string) string { return filepath.Join("testdata", name+".yaml") }
+
+func TestLint(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs, func(t *testing.T) {
+			out, err := helm(t, "lint", "--strict", chartDir, "--namespace", namespace, "--kube-version", kubeVersion, "--values", valuesFile(vs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") {
+				t.Errorf("helm lint says:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestGolden compares helm template with the committed render of each
+// value set; go test -run TestGolden -update rewrites them after a
+// deliberate change (review the diff).
+func TestGolden(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs, func(t *testing.T) {
+			got, err := render(t, []string{valuesFile(vs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "golden", vs+".yaml")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test ./internal/chart -run TestGolden -update writes it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("helm template with %s differs from %s (-want +got):\n%s", valuesFile(vs), path, diff)
+			}
+		})
+	}
+}
+
+// TestSchemaRefusals walks every contradiction values.schema.json (and
+// the chart's own checks) refuses, each from an otherwise valid value set,
+// and the message that names it.
+func TestSchemaRefusals(t *testing.T) {
+	tests := []struct {
+		name string
+		base string
+		sets []string
+		want string // a substring of helm's error
+	}{
+		{"routing without apiKeySecretName", "routing-auto-ca", []string{"gatewayRouting.apiKeySecretName="}, "at '/gatewayRouting/apiKeySecretName': minLength: got 0, want 1"},
+		{"routing without gatewayClassName", "routing-auto-ca", []string{"gatewayRouting.gatewayClassName="}, "at '/gatewayRouting/gatewayClassName': minLength: got 0, want 1"},
+		{"routing without trusted proxy CIDRs", "routing-auto-ca", []string{"json:compute.gatewayTrustedProxyCidrs=[]"}, "at '/compute/gatewayTrustedProxyCidrs': minItems: got 0, want 1"},
+		{"routing with gateway clients", "routing-auto-ca", []string{"compute.gatewayClients={10.0.0.0/8}"}, "at '/compute/gatewayClients': maxItems: got 1, want 0"},
+		{"no routing and no gateway clients", "routing-off", []string{"json:compute.gatewayClients=[]"}, "at '/compute/gatewayClients': minItems: got 0, want 1"},
+		{"caSecretName without caSecretKey", "routing-issuer", []string{"gatewayRouting.caSecretKey="}, "at '/gatewayRouting/caSecretKey': minLength: got 0, want 1"},
+		{"caSecretKey without caSecretName", "routing-issuer", []string{"gatewayRouting.caSecretName="}, "at '/gatewayRouting/caSecretName': minLength: got 0, want 1"},
+		{"CA bundle with the automatic CA", "routing-issuer", []string{"gatewayRouting.issuerRef.name="}, "at '/gatewayRouting/issuerRef/name': minLength: got 0, want 1"},
+		{"hostname with a scheme", "routing-issuer", []string{"gatewayRouting.hostname=https://agents.example.com"}, "/gatewayRouting/hostname"},
+		{"hostname with a port", "routing-issuer", []string{"gatewayRouting.hostname=agents.example.com:8443"}, "/gatewayRouting/hostname"},
+		{"hostname with a path", "routing-issuer", []string{"gatewayRouting.hostname=agents.example.com/x"}, "/gatewayRouting/hostname"},
+		{"issuer kind", "routing-issuer", []string{"gatewayRouting.issuerRef.kind=Vault"}, "/gatewayRouting/issuerRef/kind"},
+		{"postgres without its Secret", "routing-off", []string{"database.existingSecret="}, "at '/database/existingSecret': minLength: got 0, want 1"},
+		{"sqlite with two API replicas", "routing-off", []string{"database.mode=sqlite", "api.replicas=2"}, "at '/api/replicas': value must be 1"},
+		{"unknown database mode", "routing-off", []string{"database.mode=mysql"}, "/database/mode"},
+		{"unknown key", "routing-off", []string{"gatewayRouting.enable=true"}, "additional properties 'enable' not allowed"},
+		{"port out of range", "routing-auto-ca", []string{"gatewayRouting.tenantGatewayPort=65536"}, "/gatewayRouting/tenantGatewayPort"},
+		{"service key and TLS in one Secret", "routing-auto-ca", []string{"gatewayRouting.tlsSecretName=occ-private-gateway-key"}, `gatewayRouting.apiKeySecretName and gatewayRouting.tlsSecretName both name the Secret "occ-private-gateway-key"`},
+		{"CA bundle in the service key's Secret", "routing-issuer", []string{"gatewayRouting.caSecretName=occ-private-gateway-key"}, `gatewayRouting.apiKeySecretName and gatewayRouting.caSecretName both name the Secret "occ-private-gateway-key"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := render(t, []string{valuesFile(tt.base)}, tt.sets...)
+			if err == nil {
+				t.Fatalf("helm template with %v succeeded, want an error containing %q; it rendered %d bytes", tt.sets, tt.want, len(out))
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("helm template with %v: error does not contain %q:\n%v", tt.sets, tt.want, err)
+			}
+		})
+	}
+	// Each base set is valid: the refusals above are the --set changes'.
+	for _, vs := range valueSets {
+		if _, err := render(t, []string{valuesFile(vs)}); err != nil {
+			t.Errorf("base value set %s: %v", vs, err)
+		}
+	}
+}
+
+// object is the part of a rendered object the tests read.
+type object struct {
+	Kind     string         `json:"kind"`
+	Metadata objectMeta     `json:"metadata"`
+	Spec     map[string]any `json:"spec"`
+	Data     map[string]string
+}
+
+type objectMeta struct {
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace"`
+	Labels    map[string]string `json:"labels"`
+}
+
+// objects splits a render into its objects, by kind/name.
+func objects(t *testing.T, manifest string) map[string]object {
+	t.Helper()
+	out := map[string]object{}
+	for _, doc := range strings.Split(manifest, "\n---\n") {
+		var o struct {
+			object
+			Data map[string]string `json:"data"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if o.Kind == "" {
+			continue
+		}
+		o.object.Data = o.Data
+		out[o.Kind+"/"+o.Metadata.Name] = o.object
+	}
+	return out
+}
+
+// occConfig loads the configuration file the chart renders the way occ
+// does (strictly, with the driver table) and returns the Kubernetes
+// driver's configuration from it.
+func occConfig(t *testing.T, objs map[string]object, configMap string) (config.Config, kubecfg.Config) {
+	t.Helper()
+	cm, ok := objs["ConfigMap/"+configMap]
+	if !ok {
+		t.Fatalf("no ConfigMap %s in the render", configMap)
+	}
+	path := filepath.Join(t.TempDir(), "occ.yaml")
+	if err := os.WriteFile(path, []byte(cm.Data["occ.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{config.EnvConfig: path}
+	cfg, err := config.Load(nil, func(k string) string { return env[k] }, registry.ConfigTable())
+	if err != nil {
+		t.Fatalf("occ refuses the configuration the chart renders: %v\n%s", err, cm.Data["occ.yaml"])
+	}
+	kc, err := kubecfg.FromSection(cfg.ComputeSections["kubernetes"])
+	if err != nil {
+		t.Fatalf("the driver refuses the configuration the chart renders: %v", err)
+	}
+	return cfg, kc
+}
+
+// TestNamesAgree proves that the hostname, route label, Envoy Service and
+// Gateway the chart renders are the ones the driver derives from the
+// configuration the chart renders, for the defaults and for custom
+// release, namespace, Gateway and hostname.
+func TestNamesAgree(t *testing.T) {
+	tests := []struct {
+		name               string
+		release, namespace string
+		file               string
+		sets               []string
+		wantHost           string // "" means the derived occ-gateway-<label>.<envoyNs>.svc
+	}{
+		{"seed defaults", release, namespace, "routing-auto-ca", nil, ""},
+		{"other release and namespace", "prod", "occ-system", "routing-auto-ca", nil, ""},
+		{"custom Gateway name and Envoy namespace", release, namespace, "routing-auto-ca", []string{"gatewayRouting.gatewayName=private-agents", "gatewayRouting.envoyNamespace=eg-system"}, ""},
+		{"custom hostname with an issuer", release, namespace, "routing-issuer", nil, "agents.internal.example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"template", tt.release, chartDir, "--namespace", tt.namespace, "--kube-version", kubeVersion, "--values", valuesFile(tt.file)}
+			for _, s := range tt.sets {
+				args = append(args, "--set", s)
+			}
+			out, err := helm(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := objects(t, out)
+			fullname := tt.release + "-occ"
+			if strings.Contains(tt.release, "occ") {
+				fullname = tt.release
+			}
+			_, kc := occConfig(t, objs, fullname+"-config")
+			r := kc.GatewayRouting
+			if r == nil {
+				t.Fatal("the rendered configuration has no gatewayRouting")
+			}
+			if r.GatewayNamespace != tt.namespace {
+				t.Errorf("gatewayRouting.gatewayNamespace = %q, want the release namespace %q", r.GatewayNamespace, tt.namespace)
+			}
+			gw, ok := objs["Gateway/"+r.GatewayName]
+			if !ok {
+				t.Fatalf("the configuration names Gateway %q, the chart renders none of that name", r.GatewayName)
+			}
+			if tt.wantHost != "" && r.Host() != tt.wantHost {
+				t.Errorf("driver host %q, want %q", r.Host(), tt.wantHost)
+			}
+			if want := "occ-gateway-" + kubecfg.HashHex(tt.namespace+"/"+r.GatewayName, 12) + "." + r.EnvoyNamespace + ".svc"; tt.wantHost == "" && r.Host() != want {
+				t.Errorf("driver host %q, want %q", r.Host(), want)
+			}
+			listener := gw.Spec["listeners"].([]any)[0].(map[string]any)
+			selector := listener["allowedRoutes"].(map[string]any)["namespaces"].(map[string]any)["selector"].(map[string]any)["matchLabels"].(map[string]any)
+			got := map[string]any{
+				"listener hostname": listener["hostname"],
+				"route label":       selector["openclaw-enterprise.io/gateway"],
+				"EnvoyProxy":        objs["EnvoyProxy/"+r.EnvoyServiceName()].Metadata.Name,
+				"certificate":       objs["Certificate/"+r.GatewayName+"-tls"].Spec["dnsNames"],
+			}
+			want := map[string]any{
+				"listener hostname": r.Host(),
+				"route label":       r.RouteLabel(),
+				"EnvoyProxy":        r.EnvoyServiceName(),
+				"certificate":       []any{r.Host()},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("chart and driver disagree (-driver +chart):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestConfigAccepted renders each value set and loads the configuration
+// file as occ would, so a chart change that occ refuses fails here rather
+// than in a crash-looping Pod.
+func TestConfigAccepted(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs, func(t *testing.T) {
+			out, err := render(t, []string{valuesFile(vs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, kc := occConfig(t, objects(t, out), release+"-occ-config")
+			if cfg.ComputeDriver != "kubernetes" {
+				t.Errorf("compute driver %q, want kubernetes", cfg.ComputeDriver)
+			}
+			if kc.TenantAccess == nil || kc.TenantAccess.ServiceAccountName != release+"-occ-worker" {
+				t.Errorf("tenantAccess = %+v, want the worker's ServiceAccount", kc.TenantAccess)
+			}
+		})
+	}
+}
+
+// TestValuesDocumented checks that docs/install-kubernetes.md names every
+// value of values.yaml by its full dotted key.
+func TestValuesDocumented(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/install-kubernetes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		m, ok := v.(map[string]any)
+		// A map value that is a free-form map (labels, selectors) or
+		// resources is one value; its own keys are not chart options.
+		if !ok || len(m) == 0 || leafMaps[prefix] {
+			keys = append(keys, prefix)
+			return
+		}
+		for k, sub := range m {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			walk(key, sub)
+		}
+	}
+	walk("", values)
+	if len(keys) < 40 {
+		t.Fatalf("found only %d keys in values.yaml; the walk is broken", len(keys))
+	}
+	var missing []string
+	for _, k := range keys {
+		if !bytes.Contains(doc, []byte("`"+k+"`")) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("docs/install-kubernetes.md does not name these values (as `key`): %s", strings.Join(missing, ", "))
+	}
+}
+
+// leafMaps are the values whose content is free-form.
+var leafMaps = map[string]bool{
+	"api.resources": true, "worker.resources": true, "compute.gatewayResources": true,
+	"api.nodeSelector": true, "worker.nodeSelector": true, "api.affinity": true, "worker.affinity": true,
+	"compute.dns.podLabels": true, "gatewayRouting.envoyGatewayPodLabels": true,
+}
+
