@@ -375,4 +375,3 @@ var leafMaps = map[string]bool{
 	"api.nodeSelector": true, "worker.nodeSelector": true, "api.affinity": true, "worker.affinity": true,
 	"compute.dns.podLabels": true, "gatewayRouting.envoyGatewayPodLabels": true,
 }
-
