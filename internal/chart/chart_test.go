@@ -222,7 +222,7 @@ func occConfig(t *testing.T, objs map[string]object, configMap string) (config.C
 	if err != nil {
 		t.Fatalf("occ refuses the configuration the chart renders: %v\n%s", err, cm.Data["occ.yaml"])
 	}
-	kc, err := kubecfg.FromSection(cfg.ComputeSections["kubernetes"])
+	kc, err := kubecfg.FromSection(cfg.ComputeSections[kubecfg.DriverName])
 	if err != nil {
 		t.Fatalf("the driver refuses the configuration the chart renders: %v", err)
 	}
@@ -311,7 +311,7 @@ func TestConfigAccepted(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg, kc := occConfig(t, objects(t, out), release+"-occ-config")
-			if cfg.ComputeDriver != "kubernetes" {
+			if cfg.ComputeDriver != kubecfg.DriverName {
 				t.Errorf("compute driver %q, want kubernetes", cfg.ComputeDriver)
 			}
 			if kc.TenantAccess == nil || kc.TenantAccess.ServiceAccountName != release+"-occ-worker" {

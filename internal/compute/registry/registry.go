@@ -72,7 +72,7 @@ var entries = []Entry{
 		Open:    openLocal,
 	},
 	{
-		Name:            "kubernetes",
+		Name:            kubecfg.DriverName,
 		Summary:         "configured in the file's drivers.compute.kubernetes",
 		Doc:             "compute-kubernetes.md",
 		SectionRequired: true,
