@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,28 +38,24 @@ const (
 var valueSets = []string{"routing-off", "routing-auto-ca", "routing-issuer"}
 
 // helm runs the helm binary with args and returns its standard output; a
-// failure carries standard error.
+// failure carries standard error (testkube.RunHelm, which keeps helm away
+// from the developer's HOME).
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin := testkube.Helm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// helm keeps caches and repositories under HOME; a test must not
-	// touch the developer's.
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
+	return testkube.RunHelm(t, ctx, args...)
 }
 
 // render is helm template of the chart with the value files and --set
 // arguments given.
 func render(t *testing.T, files []string, sets ...string) (string, error) {
+	t.Helper()
+	return renderAs(t, release, namespace, files, sets...)
+}
+
+// renderAs is render for another release name and namespace.
+func renderAs(t *testing.T, release, namespace string, files []string, sets ...string) (string, error) {
 	t.Helper()
 	args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
 	for _, f := range files {
@@ -248,11 +242,7 @@ func TestNamesAgree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := []string{"template", tt.release, chartDir, "--namespace", tt.namespace, "--kube-version", kubeVersion, "--values", valuesFile(tt.file)}
-			for _, s := range tt.sets {
-				args = append(args, "--set", s)
-			}
-			out, err := helm(t, args...)
+			out, err := renderAs(t, tt.release, tt.namespace, []string{valuesFile(tt.file)}, tt.sets...)
 			if err != nil {
 				t.Fatal(err)
 			}
