@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,13 +21,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+	"sigs.k8s.io/yaml"
 )
 
 // The variables scripts/testenv/k8s.sh env prints and Env reads.
@@ -64,6 +69,9 @@ type Cluster struct {
 	// Helm is the path of the helm binary built for the environment
 	// (OCC_TEST_HELM, else helm on PATH), or "".
 	Helm string
+	// Kubeconfig is the administrator's kubeconfig file (OCC_TEST_KUBECONFIG),
+	// for tools run as child processes (helm --kubeconfig).
+	Kubeconfig string
 }
 
 var (
@@ -122,11 +130,12 @@ func connect(path string) (*Cluster, error) {
 		return nil, fmt.Errorf("client for %s: %v", cfg.Host, err)
 	}
 	return &Cluster{
-		Config:  cfg,
-		Client:  c,
-		Egctl:   tool(EnvEgctl, "egctl"),
-		Kubectl: tool(EnvKubectl, "kubectl"),
-		Helm:    tool(EnvHelm, "helm"),
+		Config:     cfg,
+		Client:     c,
+		Egctl:      tool(EnvEgctl, "egctl"),
+		Kubectl:    tool(EnvKubectl, "kubectl"),
+		Helm:       tool(EnvHelm, "helm"),
+		Kubeconfig: path,
 	}, nil
 }
 
@@ -257,4 +266,56 @@ func Helm(t testing.TB) string {
 		unavailable(t, fmt.Sprintf("%s is not set and no helm is on PATH", EnvHelm))
 	}
 	return p
+}
+
+// RunHelm runs the helm binary of Helm(t) with args under ctx and returns
+// its standard output; an error carries its standard error. HOME and
+// helm's cache, configuration and data directories are a fresh temporary
+// directory, so a test never reads or writes the developer's repositories,
+// plugins or caches. Commands that reach a cluster need --kubeconfig
+// (Cluster.Kubeconfig): KUBECONFIG is whatever the caller's shell holds.
+func RunHelm(t testing.TB, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	bin := Helm(t)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home+"/cache",
+		"HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	// A helm killed by ctx leaves no one holding its pipes for long.
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// Objects splits a multi-document YAML stream (helm template's output, a
+// manifest) into its objects, in order; documents that hold only comments
+// are skipped. Numbers come out as int64, as the API machinery expects.
+func Objects(manifest []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	var out []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kube: reading document %d: %w", len(out)+1, err)
+		}
+		j, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("kube: document %d: %w\n%s", len(out)+1, err, doc)
+		}
+		if s := strings.TrimSpace(string(j)); s == "null" || s == "{}" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("kube: document %d: %w\n%s", len(out)+1, err, doc)
+		}
+		out = append(out, u)
+	}
 }
