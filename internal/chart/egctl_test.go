@@ -1,4 +1,4 @@
-package kube
+package chart
 
 import (
 	"bytes"
@@ -7,53 +7,126 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"k8s.io/utils/ptr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
-	kubeenv "github.com/openclaw/occ/internal/testenv/kube"
+	"github.com/openclaw/occ/internal/agentgw"
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/kube"
+	"github.com/openclaw/occ/internal/ids"
+	testkube "github.com/openclaw/occ/internal/testenv/kube"
 )
 
-// TestEgctlTranslate feeds the rendered installation (Gateway, EnvoyProxy,
-// SecurityPolicy and their Secrets) and one Agent's tenant Namespace,
-// Service and HTTPRoute to the real Envoy Gateway translator (`egctl x
-// translate`) and checks the Envoy configuration it produces: the API-key
-// filter on x-api-key with the operator Secret's client, and on the
-// Agent's route the exact path match, the rewrite to /, the identity and
-// real-IP headers set and the forwarding, scope and credential headers
-// removed.
+// egControllerName is the controller name the test environment's Envoy
+// Gateway serves.
+const egControllerName = "gateway.envoyproxy.io/gatewayclass-controller"
+
+// TestEgctlTranslate feeds the chart's routing objects (Gateway,
+// EnvoyProxy, SecurityPolicy, as helm template renders them for seed 003's
+// example), the Secrets cert-manager and the operator would provide, and
+// one Agent's tenant Namespace, Service and HTTPRoute rendered by the
+// driver from the configuration the chart renders, to the real Envoy
+// Gateway translator (`egctl x translate`), and checks the Envoy
+// configuration it produces: the API-key filter on the header OCC sends
+// the key in, with the operator Secret's client, and on the Agent's route
+// the exact path match, the rewrite to /, the identity and real-IP headers
+// set and the forwarding, scope and credential headers removed.
 func TestEgctlTranslate(t *testing.T) {
-	env := kubeenv.Env(t)
+	env := testkube.Env(t)
 	if env.Egctl == "" {
-		t.Fatalf("no egctl: set %s (scripts/testenv/k8s.sh env does)", kubeenv.EnvEgctl)
+		t.Fatalf("no egctl: set %s (scripts/testenv/k8s.sh env does)", testkube.EnvEgctl)
 	}
 	ctx := testCtx(t, time.Minute)
-	in := newInstallation(t, env, "", false)
-	f := newFixture()
-	rev := f.revision(1, `{}`)
-	objs, err := Render(in.cfg, rev, nil)
+	const class = "eg"
+	out, err := render(t, []string{valuesFile("routing-auto-ca")}, "gatewayRouting.gatewayClassName="+class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartObjs, err := testkube.Objects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kc := occConfig(t, objects(t, out), release+"-occ-config")
+	r := kc.GatewayRouting
+
+	// Only the Gateway API and Envoy Gateway kinds: egctl refuses the
+	// cert-manager ones, and the rest (RBAC, Deployments) is not routing.
+	var routing []*unstructured.Unstructured
+	for _, u := range chartObjs {
+		switch u.GroupVersionKind().Group {
+		case gwv1.GroupName, "gateway.envoyproxy.io":
+			u.SetNamespace(namespace) // helm sets it only at install time
+			routing = append(routing, u)
+		}
+	}
+	if got := kinds(routing); !cmp.Equal(got, []string{"EnvoyProxy", "Gateway", "SecurityPolicy"}) {
+		t.Fatalf("the chart's routing kinds are %v, want EnvoyProxy, Gateway, SecurityPolicy", got)
+	}
+	for _, u := range routing {
+		if u.GetKind() != "Gateway" {
+			continue
+		}
+		// egctl's file loader keeps only the name of a Namespace (its
+		// labels are dropped: resource/load.go), so the listener's
+		// selector on the route-attachment label can never match here;
+		// for the translation the listener admits routes from all
+		// namespaces. The real controller's Accepted=True for a route of
+		// a tenant namespace in TestDeployWithWorkerToken covers the
+		// selector.
+		listeners, _, _ := unstructured.NestedSlice(u.Object, "spec", "listeners")
+		listeners[0].(map[string]any)["allowedRoutes"].(map[string]any)["namespaces"] = map[string]any{"from": "All"}
+		if err := unstructured.SetNestedSlice(u.Object, listeners, "spec", "listeners"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// What the cluster holds besides the chart's objects: the operator's
+	// GatewayClass and service-key Secret, and the listener certificate
+	// cert-manager would have issued.
+	key := serviceKey(t)
+	ca := newTestCA(t, r.EnvoyServiceName()+"-root")
+	gatewayClass := &gwv1.GatewayClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "GatewayClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec:       gwv1.GatewayClassSpec{ControllerName: egControllerName},
+	}
+	apiKey := serviceKeySecret(namespace, "occ-private-gateway-key", key)
+	tlsSecret := ca.leafSecret(t, namespace, r.GatewayName+"-tls", r.Host())
+
+	f := struct {
+		ns    compute.Namespace
+		agent compute.Agent
+	}{ns: compute.Namespace{ID: ids.New(ids.Namespace), Name: "egctl"}}
+	f.agent = compute.Agent{ID: ids.New(ids.Agent), NamespaceID: f.ns.ID, Name: "agent"}
+	rev := compute.Revision{
+		ID: ids.New(ids.Revision), NamespaceID: f.ns.ID, AgentID: f.agent.ID, AgentName: f.agent.Name, Number: 1,
+		ConfigurationID: ids.New(ids.Configuration), ConfigurationGeneration: 1, Configuration: []byte(`{}`),
+	}
+	agentObjs, err := kube.Render(kc, rev, nil)
 	if err != nil {
 		t.Fatalf("Render: %v", err)
 	}
-	namespace, _ := RenderNamespace(in.cfg, f.ns)
+	tenant, _ := kube.RenderNamespace(kc, f.ns)
 
-	// egctl's file loader keeps only the name of a Namespace (its labels
-	// are dropped: resource/load.go), so the listener's selector on the
-	// route-attachment label can never match here; for the translation the
-	// listener admits routes from all namespaces. The real controller's
-	// Accepted=True in TestDeployLifecycle covers the selector.
-	gw := in.inst.Gateway.DeepCopy()
-	gw.Spec.Listeners[0].AllowedRoutes.Namespaces = &gwv1.RouteNamespaces{From: ptr.To(gwv1.NamespacesFromAll)}
-	input, err := Manifest(in.gatewayClass, in.apiKey, in.tlsSecret, namespace, objs.Service, objs.HTTPRoute,
-		in.inst.EnvoyProxy, gw, in.inst.SecurityPolicy)
+	input, err := kube.Manifest([]client.Object{gatewayClass, apiKey, tlsSecret, tenant, agentObjs.Service, agentObjs.HTTPRoute}...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, u := range routing {
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		input = append(append(input, "---\n"...), b...)
 	}
 	file := filepath.Join(t.TempDir(), "input.yaml")
 	if err := os.WriteFile(file, input, 0o600); err != nil {
@@ -64,22 +137,22 @@ func TestEgctlTranslate(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
-	out, err := cmd.Output()
+	xds, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("egctl x translate: %v\n%s\ninput:\n%s", err, stderr.Bytes(), input)
 	}
 	t.Logf("egctl x translate took %v", time.Since(start).Round(time.Millisecond))
-	got, err := parseTranslation(out, AgentPath(f.ns.ID, f.agent.ID))
+	got, err := parseTranslation(xds, kube.AgentPath(f.ns.ID, f.agent.ID))
 	if err != nil {
-		t.Fatalf("reading egctl's output: %v\ninput:\n%s\noutput:\n%s", err, input, out)
+		t.Fatalf("reading egctl's output: %v\ninput:\n%s\noutput:\n%s", err, input, xds)
 	}
 	want := translation{
 		ListenerFilter: apiKeyFilter{
-			Name: "envoy.filters.http.api_key_auth", Clients: []string{"occ"}, KeyHeaders: []string{HeaderAPIKey}, HideCredentials: true,
+			Name: "envoy.filters.http.api_key_auth", Clients: []string{"occ"}, KeyHeaders: []string{agentgw.HeaderAPIKey}, HideCredentials: true,
 		},
 		Route: translatedRoute{
-			Domains: []string{in.cfg.GatewayRouting.Host()},
-			Path:    AgentPath(f.ns.ID, f.agent.ID),
+			Domains: []string{r.Host()},
+			Path:    kube.AgentPath(f.ns.ID, f.agent.ID),
 			Set: []string{
 				"OVERWRITE_IF_EXISTS_OR_ADD x-occ-identity: occ-workspace-files",
 				"OVERWRITE_IF_EXISTS_OR_ADD x-real-ip: %DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT%",
@@ -88,18 +161,28 @@ func TestEgctlTranslate(t *testing.T) {
 			Rewrite:      "^/.*$ -> /",
 			Upgrades:     []string{"websocket"},
 			APIKeyClient: []string{"occ"},
-			APIKeyHeader: []string{HeaderAPIKey},
+			APIKeyHeader: []string{agentgw.HeaderAPIKey},
 			HideKey:      true,
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("egctl x translate (-want +got):\n%s\ninput:\n%s\noutput:\n%s", diff, input, out)
+		t.Errorf("egctl x translate (-want +got):\n%s\ninput:\n%s\noutput:\n%s", diff, input, xds)
 	}
 	// The operator's key reaches Envoy's filter configuration (and only
 	// there: the route never copies it into a header).
-	if !bytes.Contains(out, in.apiKey.Data["occ"]) {
+	if !bytes.Contains(xds, apiKey.Data["occ"]) {
 		t.Errorf("egctl output does not carry the service key from the operator Secret")
 	}
+}
+
+// kinds lists the objects' kinds, sorted.
+func kinds(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range objs {
+		out = append(out, u.GetKind())
+	}
+	slices.Sort(out)
+	return out
 }
 
 // translation is what TestEgctlTranslate checks of egctl's xDS: the
