@@ -38,6 +38,7 @@ type deps struct {
 	runServer func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
 	runWorker func(ctx context.Context, cfg config.Config, logger *slog.Logger) error
 	openStore func(ctx context.Context, databaseURL, dataDir string) (migrator, error)
+	stdin     io.Reader // the client commands' passwords, prompts and file content
 	stdout    io.Writer
 	stderr    io.Writer
 	getenv    func(string) string
@@ -60,6 +61,7 @@ func defaultDeps() deps {
 			}
 			return s, nil
 		},
+		stdin:      os.Stdin,
 		stdout:     os.Stdout,
 		stderr:     os.Stderr,
 		getenv:     os.Getenv,
@@ -150,11 +152,11 @@ variable and a key in the --config YAML file; see docs/configuration.md.`,
 	}
 	root.SetOut(d.stdout)
 	root.SetErr(d.stderr)
-	// The completion command is cobra's default, not part of OCC's
-	// interface; it can be added deliberately later.
-	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra's completion command (occ completion bash|zsh|fish|powershell)
+	// is part of the client commands' interface (docs/cli.md).
 	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d), newWorkspaceSetupCmd(d),
 		newInstallSelfCmd(d))
+	addClientCmds(root, d)
 	return root
 }
 
