@@ -14,11 +14,16 @@ LDFLAGS := -X $(PKG)/internal/buildinfo.Version=$(VERSION) -X $(PKG)/internal/bu
 # Seconds per fuzz target for `make fuzz`; raise it for a longer hunt.
 FUZZTIME ?= 10s
 
-.PHONY: build runtime run test test-kubernetes lint vet fmt fuzz clean
+.PHONY: build images runtime run test test-kubernetes lint vet fmt fuzz clean
 
 ## build: compile bin/occ with the version stamped in
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/occ ./cmd/occ
+
+## images: build the occ and gateway container images as docker-load-able tarballs in bin/images
+## (scripts/images.sh; no registry is used; skipped when their inputs did not change; docs/images.md)
+images:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' bash scripts/images.sh
 
 ## runtime: install Node 24 and OpenClaw 2026.9.6 outside the clone (idempotent; skipped when present)
 runtime:
