@@ -39,8 +39,10 @@ var (
 	gvkHTTPRoute  = schema.GroupVersion{Group: gwv1.GroupVersion.Group, Version: gwv1.GroupVersion.Version}.WithKind("HTTPRoute")
 )
 
-// Scheme returns a scheme with everything the driver and RenderInstallation
-// produce: the built-in types, Gateway API v1 and Envoy Gateway v1alpha1.
+// Scheme returns a scheme with the built-in types, Gateway API v1 and
+// Envoy Gateway v1alpha1: what the driver applies, and the installation's
+// routing objects (the Helm chart's Gateway, EnvoyProxy, SecurityPolicy)
+// that its tests read.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gwv1.Install, egv1a1.AddToScheme} {

@@ -29,14 +29,15 @@ import (
 	kubeenv "github.com/openclaw/occ/internal/testenv/kube"
 )
 
-// TestApplyEveryObject applies every object the driver and
-// RenderInstallation produce with server-side apply (not a dry run), so
-// the real built-in validation and the real CRD schemas (Gateway API
-// v1.6.3, Envoy Gateway v1.9.1) judge them, and reads each back.
+// TestApplyEveryObject applies every object the driver renders, and the
+// Helm chart's routing objects it attaches to, with server-side apply
+// (not a dry run), so the real built-in validation and the real CRD
+// schemas (Gateway API v1.6.3, Envoy Gateway v1.9.1, cert-manager
+// v1.21.2) judge them, and reads each back.
 func TestApplyEveryObject(t *testing.T) {
 	env := kubeenv.Env(t)
 	ctx := testCtx(t, 2*time.Minute)
-	in := newInstallation(t, env, "occt-unused", true) // applies the installation objects
+	in := newInstallation(t, env, "occt-unused", true) // applies the chart's routing objects
 	d := newDriver(t, env, in.cfg)
 	f := newFixture()
 	namespace, policies := RenderNamespace(d.cfg, f.ns)
@@ -54,7 +55,7 @@ func TestApplyEveryObject(t *testing.T) {
 		all = append(all, p)
 	}
 	all = append(all, objs.ConfigMap, objs.StatePVC, objs.SetupSecret, objs.Deployment, objs.Service, objs.HTTPRoute)
-	all = append(all, in.inst.Objects()...)
+	all = append(all, in.routing...)
 	for _, obj := range all {
 		if err := d.apply(ctx, obj, ""); err != nil {
 			t.Fatalf("server-side apply: %v", err)

@@ -23,11 +23,13 @@
 //	Service    gateway-<a>           the gateway port
 //	HTTPRoute  gateway-<a>           exact /namespaces/<ns>/agents/<agent> → rewrite to /
 //
-// Render, RenderNamespace and RenderInstallation are pure functions from
+// Render, RenderNamespace and RenderTenantAccess are pure functions from
 // (configuration, revision, setup); the Driver applies their output with
-// server-side apply under one field manager, "occ". RenderInstallation is
-// the Helm chart's part (Gateway, EnvoyProxy, API-key SecurityPolicy),
-// rendered from the same configuration so names agree by construction.
+// server-side apply under one field manager, "occ". The installation-level
+// routing the routes attach to (the Gateway, its EnvoyProxy and API-key
+// SecurityPolicy, the certificates) is the Helm chart's, deploy/helm/occ:
+// it derives the Gateway's hostname and route-attachment label from the
+// same inputs as kubecfg, and internal/chart proves that they agree.
 //
 // # Ownership and failure semantics
 //

@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"strings"
 	"testing"
 	"time"
 
+	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,21 +76,28 @@ func newDriver(t *testing.T, env *kubeenv.Cluster, cfg Config) *Driver {
 	return d
 }
 
+// chartDir is OCC's Helm chart, the one source of the installation-level
+// routing objects.
+const chartDir = "../../../deploy/helm/occ"
+
 // installation is the routing of one test: a Gateway namespace with the
-// rendered Gateway, EnvoyProxy and SecurityPolicy, their Secrets, and a
-// GatewayClass of the environment's Envoy Gateway.
+// chart's Gateway, EnvoyProxy, SecurityPolicy and cert-manager objects,
+// their Secrets, and a GatewayClass of the environment's Envoy Gateway.
 type installation struct {
 	cfg   Config
 	class string
-	inst  *Installation
+	// routing is what the chart renders for the routing
+	// (gateway-routing.yaml), with the Gateway's namespace set.
+	routing []client.Object
 	// apiKey and tlsSecret are the Secrets the installation refers to.
 	apiKey, tlsSecret *corev1.Secret
 	gatewayClass      *gwv1.GatewayClass
 }
 
-// newInstallation renders the installation for cfg's routing (with the
-// Gateway namespace created here) and, when apply is set, applies it with
-// server-side apply. Everything is deleted when the test ends.
+// newInstallation makes the routing for cfg's Gateway (with the Gateway
+// namespace created here) and, when apply is set, renders the chart's
+// routing objects for it and applies them with server-side apply.
+// Everything is deleted when the test ends.
 func newInstallation(t *testing.T, env *kubeenv.Cluster, storageClass string, apply bool) *installation {
 	t.Helper()
 	ctx := testCtx(t, time.Minute)
@@ -98,11 +107,6 @@ func newInstallation(t *testing.T, env *kubeenv.Cluster, storageClass string, ap
 		TypeMeta:   metav1.TypeMeta{APIVersion: gwv1.GroupVersion.String(), Kind: "GatewayClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.class},
 		Spec:       gwv1.GatewayClassSpec{ControllerName: egControllerName},
-	}
-	var err error
-	in.inst, err = RenderInstallation(in.cfg, InstallationOptions{GatewayClassName: in.class, APIKeySecretName: "occ-gateway-key"})
-	if err != nil {
-		t.Fatalf("RenderInstallation: %v", err)
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -126,6 +130,8 @@ func newInstallation(t *testing.T, env *kubeenv.Cluster, storageClass string, ap
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The listener certificate cert-manager would issue for the chart's
+	// Certificate (no cert-manager controller runs here).
 	in.tlsSecret = &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.cfg.GatewayRouting.GatewayName + "-tls", Namespace: gwNs},
@@ -138,17 +144,63 @@ func newInstallation(t *testing.T, env *kubeenv.Cluster, storageClass string, ap
 	if !apply {
 		return in
 	}
+	in.routing = chartRouting(t, ctx, in.cfg, in.class, in.apiKey.Name)
 	d := newDriver(t, env, in.cfg)
 	if err := d.apply(ctx, in.gatewayClass, ""); err != nil {
 		t.Fatalf("apply GatewayClass: %v", err)
 	}
 	t.Cleanup(func() { deleteCluster(t, env, in.gatewayClass) })
-	for _, obj := range append([]client.Object{in.apiKey, in.tlsSecret}, in.inst.Objects()...) {
+	for _, obj := range append([]client.Object{in.apiKey, in.tlsSecret}, in.routing...) {
 		if err := d.apply(ctx, obj, ""); err != nil {
 			t.Fatalf("apply: %v", err)
 		}
 	}
 	return in
+}
+
+// chartRouting renders the chart (helm template) with routing for cfg's
+// Gateway and returns the routing objects it renders, the Gateway API,
+// Envoy Gateway and cert-manager kinds, with the Gateway's namespace set
+// (helm sets it only when it installs). The release is the Gateway
+// namespace's "occ"; the values are those an operator sets, plus the
+// Gateway and Envoy names of cfg. The chart's Gateway must be cfg's: the
+// driver's routes attach to it by name, and the chart's own tests prove
+// that the hostname and route label it derives are the driver's.
+func chartRouting(t *testing.T, ctx context.Context, cfg Config, class, apiKeySecret string) []client.Object {
+	t.Helper()
+	r := cfg.GatewayRouting
+	out, err := kubeenv.RunHelm(t, ctx, "template", "occ", chartDir, "--namespace", r.GatewayNamespace, "--kube-version", "1.37.2",
+		"--set", "database.existingSecret=occ-database",
+		"--set", "gatewayRouting.enabled=true",
+		"--set", "gatewayRouting.gatewayClassName="+class,
+		"--set", "gatewayRouting.apiKeySecretName="+apiKeySecret,
+		"--set", "gatewayRouting.gatewayName="+r.GatewayName,
+		"--set", "gatewayRouting.envoyNamespace="+r.EnvoyNamespace,
+		"--set", "compute.gatewayTrustedProxyCidrs={"+strings.Join(cfg.Network.GatewayTrustedProxyCIDRs, ",")+"}",
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kubeenv.Objects([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routing []client.Object
+	var gateway string
+	for _, u := range objs {
+		switch u.GroupVersionKind().Group {
+		case gwv1.GroupName, egv1a1.GroupName, "cert-manager.io":
+			u.SetNamespace(r.GatewayNamespace)
+			routing = append(routing, u)
+			if u.GetKind() == "Gateway" {
+				gateway = u.GetName()
+			}
+		}
+	}
+	if gateway != r.GatewayName {
+		t.Fatalf("the chart renders Gateway %q, the driver's configuration names %q", gateway, r.GatewayName)
+	}
+	return routing
 }
 
 // deleteCluster deletes a cluster-scoped object at the end of a test.

@@ -611,47 +611,6 @@ func TestRenderNamespace(t *testing.T) {
 	}
 }
 
-func TestRenderInstallation(t *testing.T) {
-	inst, err := RenderInstallation(unitConfig(), InstallationOptions{GatewayClassName: "eg", APIKeySecretName: "occ-private-gateway-key"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := inst.Gateway.Spec.Listeners[0]
-	if l.Name != "https" || l.Port != 443 || l.Protocol != gwv1.HTTPSProtocolType || string(ptr.Deref(l.Hostname, "")) != "occ-gateway-20ec97c41b82.envoy-gateway-system.svc" {
-		t.Errorf("listener %s %d %s %v", l.Name, l.Port, l.Protocol, l.Hostname)
-	}
-	if got := l.AllowedRoutes.Namespaces.Selector.MatchLabels[LabelRouteAttachment]; got != "20ec97c41b82" {
-		t.Errorf("listener admits routes labelled %q, want the route label", got)
-	}
-	if got := string(l.TLS.CertificateRefs[0].Name); got != "oce-agent-gateways-tls" {
-		t.Errorf("listener certificate %q, want the default <gatewayName>-tls", got)
-	}
-	if p := inst.Gateway.Spec.Infrastructure.ParametersRef; p.Name != inst.EnvoyProxy.Name || inst.EnvoyProxy.Name != "occ-gateway-20ec97c41b82" ||
-		ptr.Deref(inst.EnvoyProxy.Spec.Provider.Kubernetes.EnvoyService.Name, "") != "occ-gateway-20ec97c41b82" {
-		t.Errorf("EnvoyProxy %s (service %v) referenced as %s", inst.EnvoyProxy.Name, inst.EnvoyProxy.Spec.Provider.Kubernetes.EnvoyService.Name, p.Name)
-	}
-	sp := inst.SecurityPolicy
-	if sp.Name != "oce-agent-gateways-api-key" || sp.Namespace != "openclaw-system" || string(sp.Spec.TargetRefs[0].Kind) != "Gateway" ||
-		string(sp.Spec.APIKeyAuth.CredentialRefs[0].Name) != "occ-private-gateway-key" ||
-		!slices.Equal(sp.Spec.APIKeyAuth.ExtractFrom[0].Headers, []string{"x-api-key"}) || !ptr.Deref(sp.Spec.APIKeyAuth.Sanitize, false) {
-		t.Errorf("SecurityPolicy = %+v", sp)
-	}
-
-	for name, tt := range map[string]struct {
-		cfg Config
-		o   InstallationOptions
-	}{
-		"no routing":       {directConfig(), InstallationOptions{GatewayClassName: "eg", APIKeySecretName: "k"}},
-		"no class":         {unitConfig(), InstallationOptions{APIKeySecretName: "k"}},
-		"no key Secret":    {unitConfig(), InstallationOptions{GatewayClassName: "eg"}},
-		"same two Secrets": {unitConfig(), InstallationOptions{GatewayClassName: "eg", APIKeySecretName: "s", TLSSecretName: "s"}},
-	} {
-		if _, err := RenderInstallation(tt.cfg, tt.o); err == nil {
-			t.Errorf("RenderInstallation (%s) succeeded, want an error", name)
-		}
-	}
-}
-
 func TestToApply(t *testing.T) {
 	objs, err := Render(unitConfig(), unitRevision(`{}`), unitSetup())
 	if err != nil {

@@ -66,7 +66,8 @@ type TenantAccess struct {
 }
 
 // GatewayRouting names the installation's shared private Gateway, which
-// the Helm chart creates (RenderInstallation renders the same objects).
+// the Helm chart creates (deploy/helm/occ, gateway-routing.yaml) with the
+// names RouteLabel, EnvoyServiceName and Host derive.
 type GatewayRouting struct {
 	// GatewayName and GatewayNamespace name the Gateway resource the
 	// per-Agent HTTPRoutes attach to (listener "https").
