@@ -61,12 +61,23 @@ func (p printer) printValue(v any) error {
 
 // printTable prints rows under cols, aligned.
 func printTable[T any](w io.Writer, rows []T, cols []column[T]) error {
+	return writeTable(w, true, rows, cols)
+}
+
+// printRows prints rows without the header.
+func printRows[T any](w io.Writer, rows []T, cols []column[T]) error {
+	return writeTable(w, false, rows, cols)
+}
+
+func writeTable[T any](w io.Writer, header bool, rows []T, cols []column[T]) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	hs := make([]string, len(cols))
-	for i, c := range cols {
-		hs[i] = c.header
+	if header {
+		hs := make([]string, len(cols))
+		for i, c := range cols {
+			hs[i] = c.header
+		}
+		fmt.Fprintln(tw, strings.Join(hs, "\t"))
 	}
-	fmt.Fprintln(tw, strings.Join(hs, "\t"))
 	for _, r := range rows {
 		vs := make([]string, len(cols))
 		for i, c := range cols {
