@@ -11,7 +11,8 @@ import (
 // through package client with a saved context (docs/cli.md).
 func addClientCmds(root *cobra.Command, d deps) {
 	root.AddCommand(newLoginCmd(d), newLogoutCmd(d), newContextCmd(d),
-		newNamespaceCmd(d), newConfigurationCmd(d), newAgentCmd(d), newFilesCmd(d), newAuditCmd(d))
+		newNamespaceCmd(d), newConfigurationCmd(d), newAgentCmd(d), newFilesCmd(d), newAuditCmd(d),
+		newUserCmd(d), newServicePrincipalCmd(d), newKeyCmd(d), newRoleCmd(d), newBindingCmd(d), newRestrictionCmd(d))
 }
 
 // groupCmd is a command that only holds subcommands: run alone it prints

@@ -69,7 +69,7 @@ func TestLogin(t *testing.T) {
 		t.Errorf("key login printed the key: %s", r)
 	}
 	r = u.must("", "context", "list")
-	golden(t, "context-list.txt", r.Stdout)
+	golden(t, "context-login.table", r.Stdout)
 	cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	if err != nil || !strings.Contains(string(cfg), k.Key) {
 		t.Errorf("the key is not in the saved configuration: %v", err)
