@@ -168,6 +168,7 @@ heavy=(
 	"./internal/compute/local 30m"
 	"./internal/server 30m"
 	"./internal/setuprunner 15m"
+	"./internal/clie2e 15m"
 )
 kube=(
 	"./internal/testenv/kube 10m"

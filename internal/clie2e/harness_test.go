@@ -3,6 +3,8 @@ package clie2e_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"database/sql"
 	"errors"
 	"flag"
@@ -321,3 +323,8 @@ func lineDiff(want, got string) string {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
