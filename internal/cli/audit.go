@@ -31,12 +31,11 @@ func newAuditCmd(d deps) *cobra.Command {
 	cmd := groupCmd(d, "audit", "Read the audit log (administrators)", "  occ audit list --since 1h\n  occ audit list --follow")
 	addClientFlags(cmd, f, true)
 	var (
-		q             apitypes.AuditQuery
-		kind          string
-		since, until  string
-		follow        bool
-		interval      time.Duration
-		namespaceFlag bool
+		q            apitypes.AuditQuery
+		kind         string
+		since, until string
+		follow       bool
+		interval     time.Duration
 	)
 	list := &cobra.Command{
 		Use:   "list [filters] [--follow]",
@@ -63,8 +62,7 @@ every --interval, until Ctrl-C.`,
 			if q.Until, err = parseWhen("--until", until, now); err != nil {
 				return err
 			}
-			namespaceFlag = cmd.Flags().Changed("namespace")
-			if namespaceFlag {
+			if cmd.Flags().Changed("namespace") {
 				if q.NamespaceID, err = cn.namespaceID(ctx); err != nil {
 					return err
 				}

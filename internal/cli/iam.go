@@ -134,14 +134,6 @@ func deleteCmd(d deps, f *clientFlags, use, short, example string,
 	}
 }
 
-var keyCols = []column[apitypes.ServiceKey]{
-	{"ID", func(k apitypes.ServiceKey) string { return k.ID }},
-	{"NAME", func(k apitypes.ServiceKey) string { return k.Name }},
-	{"SERVICE PRINCIPAL", func(k apitypes.ServiceKey) string { return k.ServicePrincipalID }},
-	{"NAMESPACE", func(k apitypes.ServiceKey) string { return k.NamespaceID }},
-	{"EXPIRES", func(k apitypes.ServiceKey) string { return timeCell(k.ExpiresAt) }},
-}
-
 func newKeyCmd(d deps) *cobra.Command {
 	f := &clientFlags{}
 	cmd := groupCmd(d, "key", "Create and revoke service keys (administrators)",
