@@ -26,6 +26,7 @@ import (
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
+	"github.com/openclaw/occ/internal/console"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/store"
@@ -122,6 +123,11 @@ func New(o Options) *Server {
 		}
 		mux.Handle(rt.Method+" "+rt.Path, h)
 	}
+	// The web Console's pages are not API routes (they are not in Routes,
+	// docs/api.md or the OpenAPI document; docs/console.md lists them): they
+	// sit behind the same admission, and their script reads and writes only
+	// through the routes above.
+	console.New(az).Register(mux)
 	adm := &admission{
 		authn:          authn.NewAuthenticator(az, o.Now, https),
 		audit:          rec,

@@ -1,0 +1,612 @@
+// OCC Console script. Our own code, no libraries. Every read and write goes
+// to the public API with fetch and the session cookie (same origin), so the
+// API's admission, authorization and audit apply. Nothing is kept in browser
+// storage, and no file content is ever put in a URL.
+'use strict';
+
+const MAX_FILE_BYTES = 16384;
+const body = document.body;
+const page = body.dataset.page;
+const NS = body.dataset.ns;
+const AGENT = body.dataset.agent;
+const FILE = body.dataset.file;
+const CAN = new Set((body.dataset.can || '').split(' ').filter(Boolean));
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+const enc = (s) => encodeURIComponent(s);
+
+function status(msg) { $('#status').textContent = msg; if (msg) { $('#alert').textContent = ''; } }
+function alertMsg(msg) { $('#alert').textContent = msg; if (msg) { $('#status').textContent = ''; } }
+function errText(r) {
+  if (r.status === 0) { return 'The server could not be reached.'; }
+  const e = r.error || {};
+  return (e.message || 'The request failed.') + (e.code ? ' (' + e.code + ')' : '');
+}
+
+// api sends one request and never retries. A 401 outside the sign-in page
+// means the session ended: go to sign-in.
+async function api(method, path, payload, headers) {
+  const opt = { method, headers: Object.assign({}, headers), credentials: 'same-origin', cache: 'no-store' };
+  if (payload !== undefined) {
+    opt.headers['Content-Type'] = 'application/json';
+    opt.body = JSON.stringify(payload);
+  }
+  let res;
+  try {
+    res = await fetch(path, opt);
+  } catch (e) {
+    return { status: 0, error: { code: 'NETWORK', message: 'The server could not be reached.' } };
+  }
+  let j = null;
+  try { j = await res.json(); } catch (e) { j = null; }
+  if (res.status === 401 && page !== 'sign-in') {
+    location.assign('/console/sign-in');
+  }
+  const etag = res.headers.get('ETag');
+  return { status: res.status, data: j && j.data, error: j && j.error, etag: etag ? etag.replace(/^"|"$/g, '') : null };
+}
+
+function cell(v) {
+  const td = document.createElement('td');
+  if (v instanceof Node) { td.appendChild(v); } else { td.textContent = v == null ? '' : String(v); }
+  return td;
+}
+function fillTable(sel, rows, empty) {
+  const tb = $(sel + ' tbody');
+  tb.replaceChildren();
+  if (rows.length === 0) {
+    const tr = document.createElement('tr');
+    const td = cell(empty || 'None.');
+    td.colSpan = $$(sel + ' thead th').length;
+    tr.appendChild(td);
+    tb.appendChild(tr);
+    return;
+  }
+  for (const r of rows) {
+    const tr = document.createElement('tr');
+    r.forEach((v) => tr.appendChild(cell(v)));
+    tb.appendChild(tr);
+  }
+}
+function link(href, text) { const a = document.createElement('a'); a.href = href; a.textContent = text; return a; }
+function button(text, label, onClick, cls) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = text;
+  if (label) { b.setAttribute('aria-label', label); }
+  if (cls) { b.className = cls; }
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+// confirmDialog asks in a modal dialog (keyboard reachable, Escape cancels).
+function confirmDialog(text) {
+  const d = $('#confirm');
+  $('#confirm-text').textContent = text;
+  d.returnValue = '';
+  return new Promise((resolve) => {
+    d.addEventListener('close', () => resolve(d.returnValue === 'ok'), { once: true });
+    d.showModal();
+    $('#confirm-cancel').focus();
+  });
+}
+
+// applyCan disables what the caller may not do (a hint from the server's
+// authorization layer; the API decides).
+function applyCan() {
+  for (const el of $$('[data-needs]')) {
+    if (CAN.has(el.dataset.needs)) { continue; }
+    if (el.tagName === 'A') { el.hidden = true; continue; }
+    if (el.tagName === 'BUTTON') { el.disabled = true; el.title = 'You may not do this.'; continue; }
+    for (const c of $$('input, select, textarea, button', el)) { c.disabled = true; }
+    const p = document.createElement('p');
+    p.className = 'hint';
+    p.textContent = 'Read-only: you do not have the permission for this.';
+    el.prepend(p);
+  }
+}
+
+function byteLength(s) { return new TextEncoder().encode(s).length; }
+function wellFormed(s) {
+  if (typeof s.isWellFormed === 'function') { return s.isWellFormed(); }
+  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?:[^\uD800-\uDBFF]|^)[\uDC00-\uDFFF]/.test(s);
+}
+// contentProblem mirrors the API's content rule.
+function contentProblem(s) {
+  if (s.indexOf('\u0000') >= 0) { return 'contains a NUL character'; }
+  if (!wellFormed(s)) { return 'is not well-formed Unicode'; }
+  if (byteLength(s) > MAX_FILE_BYTES) { return 'is longer than 16,384 bytes'; }
+  return '';
+}
+function lf(s) { return s.replace(/\r\n?/g, '\n'); }
+function counter(el, value) {
+  const n = byteLength(value);
+  const p = contentProblem(value);
+  el.textContent = n.toLocaleString('en-US') + ' / 16,384 bytes' + (p ? ': ' + p : '');
+  el.classList.toggle('over', p !== '');
+  return p;
+}
+async function sha256(s) {
+  if (!(window.crypto && crypto.subtle)) { return null; }
+  const b = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(s));
+  return Array.from(new Uint8Array(b), (x) => x.toString(16).padStart(2, '0')).join('');
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// --- chrome ---
+
+async function chrome() {
+  const so = $('#sign-out');
+  if (so) {
+    so.addEventListener('click', async () => {
+      await api('POST', '/api/auth/sign-out');
+      location.assign('/console/sign-in');
+    });
+    const r = await api('GET', '/api/auth/session');
+    if (r.status === 200) {
+      $('#whoami').textContent = r.data.user ? r.data.user.email : r.data.subject.id;
+    }
+  }
+}
+
+// --- pages ---
+
+const pages = {};
+
+pages['sign-in'] = () => {
+  $('#sign-in-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    status('Signing in…');
+    const r = await api('POST', '/api/auth/sign-in/email', { email: $('#email').value, password: $('#password').value });
+    if (r.status === 200) { location.assign('/console/namespaces'); return; }
+    // One message for every refusal: the page never says whether an
+    // account exists.
+    alertMsg(r.status === 0 ? errText(r) : 'Sign-in failed: the email or password is not correct.');
+    $('#password').value = '';
+    $('#password').focus();
+  });
+};
+
+pages.namespaces = async () => {
+  const load = async () => {
+    const r = await api('GET', '/namespaces');
+    if (r.status !== 200) { alertMsg(errText(r)); return false; }
+    fillTable('#namespaces', r.data.items.map((n) => [
+      link('/console/namespaces/' + enc(n.id), n.name), n.status, n.id,
+      button('Delete', 'Delete Namespace ' + n.name, async () => {
+        if (!(await confirmDialog('Delete the Namespace ' + n.name + '? Only an empty Namespace can be deleted.'))) { return; }
+        const d = await api('DELETE', '/namespaces/' + enc(n.id));
+        if (d.status === 202) { status('Deleting Namespace ' + n.name + '.'); } else { alertMsg(errText(d)); }
+        load();
+      }, 'danger'),
+    ]), 'No Namespaces yet.');
+    return r.data.items.some((n) => n.status === 'provisioning' || n.status === 'deleting');
+  };
+  $('#ns-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const r = await api('POST', '/namespaces', { name: $('#ns-name').value });
+    if (r.status === 201) { status('Created Namespace ' + r.data.name + '.'); $('#ns-name').value = ''; } else { alertMsg(errText(r)); }
+    follow();
+  });
+  // Follow transitional states for at most two minutes.
+  const follow = async () => {
+    for (let i = 0; i < 120; i++) {
+      if (!(await load())) { return; }
+      await sleep(1000);
+    }
+  };
+  follow();
+};
+
+pages.agents = async () => {
+  const ns = await api('GET', '/namespaces/' + enc(NS));
+  if (ns.status !== 200) { alertMsg(errText(ns)); return; }
+  $('#ns-name').textContent = ns.data.name;
+  const loadAgents = async () => {
+    const r = await api('GET', '/namespaces/' + enc(NS) + '/agents');
+    if (r.status !== 200) { alertMsg(errText(r)); return; }
+    fillTable('#agents', r.data.items.map((a) => [
+      link('/console/namespaces/' + enc(NS) + '/agents/' + enc(a.id), a.name), a.desiredRuntimeState, a.status, a.activeRevisionId || '–',
+    ]), 'No Agents yet.');
+  };
+  const loadCfgs = async () => {
+    const r = await api('GET', '/namespaces/' + enc(NS) + '/configurations');
+    if (r.status !== 200) { fillTable('#configurations', [], errText(r)); return; }
+    fillTable('#configurations', r.data.items.map((c) => [c.name, c.generation, c.id]), 'No Configurations yet: create one before the first Agent.');
+  };
+  $('#cfg-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    let doc;
+    try { doc = JSON.parse($('#cfg-doc').value); } catch (e) { alertMsg('The document is not valid JSON.'); return; }
+    const r = await api('POST', '/namespaces/' + enc(NS) + '/configurations', { name: $('#cfg-name').value, kind: 'agent', document: doc });
+    if (r.status === 201) { status('Created Configuration ' + r.data.name + '.'); $('#cfg-name').value = ''; } else { alertMsg(errText(r)); }
+    loadCfgs();
+  });
+  $('#ns-delete').addEventListener('click', async () => {
+    if (!(await confirmDialog('Delete the Namespace ' + ns.data.name + '?'))) { return; }
+    const r = await api('DELETE', '/namespaces/' + enc(NS));
+    if (r.status === 202) { location.assign('/console/namespaces'); } else { alertMsg(errText(r)); }
+  });
+  loadAgents();
+  loadCfgs();
+};
+
+pages['agent-new'] = async () => {
+  const form = $('#agent-form');
+  const areas = $$('textarea.wsfile');
+  const check = () => {
+    let bad = '';
+    for (const t of areas) {
+      const p = counter($('#count-' + CSS.escape(t.dataset.name)), lf(t.value));
+      if (p && !bad) { bad = t.dataset.name + ' ' + p + '.'; }
+    }
+    return bad;
+  };
+  areas.forEach((t) => t.addEventListener('input', check));
+  const [cfgs, defs] = await Promise.all([
+    api('GET', '/namespaces/' + enc(NS) + '/configurations'),
+    api('GET', '/workspace-defaults'),
+  ]);
+  if (cfgs.status !== 200) { alertMsg(errText(cfgs)); return; }
+  if (defs.status !== 200) { alertMsg(errText(defs)); return; }
+  const sel = $('#agent-cfg');
+  for (const c of cfgs.data.items) {
+    const o = document.createElement('option');
+    o.value = c.id;
+    o.textContent = c.name;
+    sel.appendChild(o);
+  }
+  if (cfgs.data.items.length === 0) { alertMsg('This Namespace has no Configuration: create one on the Agents page first.'); }
+  $('#defaults-id').value = defs.data.id;
+  for (const t of areas) { t.value = lf(defs.data.files[t.dataset.name] || ''); }
+  check();
+  if (!CAN.has('create-agent')) {
+    $$('input, select, textarea, button', form).forEach((c) => { c.disabled = true; });
+    alertMsg('Read-only: you may not create Agents in this Namespace.');
+    return;
+  }
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const bad = check();
+    if (bad) { alertMsg('Not submitted: ' + bad); return; }
+    const files = {};
+    for (const t of areas) { files[t.dataset.name] = lf(t.value); }
+    status('Creating…');
+    const r = await api('POST', '/namespaces/' + enc(NS) + '/agents', {
+      name: $('#agent-name').value, configurationId: sel.value,
+      initialWorkspaceFiles: files, workspaceDefaultsId: $('#defaults-id').value,
+    });
+    if (r.status === 201) {
+      location.assign('/console/namespaces/' + enc(NS) + '/agents/' + enc(r.data.id));
+      return;
+    }
+    if (r.status === 409 && r.error && /defaults/i.test(r.error.message || '')) {
+      // The typed text stays in the form.
+      alertMsg('The workspace defaults changed: reload the page to create the Agent. Your text is kept below; copy what you need first.');
+      return;
+    }
+    alertMsg(errText(r));
+  });
+};
+
+function describeDeployment(d) {
+  let s = 'Revision ' + d.revision + ': ' + d.status;
+  if (d.status === 'failed' && d.error) { s += ' (' + d.error.code + ': ' + d.error.message + ')'; }
+  const p = d.progress;
+  if (p && (d.status === 'running' || d.status === 'queued')) {
+    if (p.attempts) { s += ', attempt ' + p.attempts; }
+    if (p.lastAttempt) { s += ', last: ' + p.lastAttempt.code + ' ' + p.lastAttempt.message; }
+  }
+  return s + '.';
+}
+
+pages.agent = async () => {
+  const base = '/namespaces/' + enc(NS) + '/agents/' + enc(AGENT);
+  let agent = null;
+  const facts = async () => {
+    const r = await api('GET', base);
+    if (r.status !== 200) { alertMsg(errText(r)); return false; }
+    agent = r.data;
+    document.title = agent.name + ' · OCC';
+    $('h1').textContent = 'Agent ' + agent.name;
+    const dl = $('#agent-facts');
+    dl.replaceChildren();
+    for (const [k, v] of [['Id', agent.id], ['Desired state', agent.desiredRuntimeState], ['Status', agent.status],
+      ['Configuration', agent.configurationId], ['Active revision', agent.activeRevisionId || 'none']]) {
+      const dt = document.createElement('dt'); dt.textContent = k;
+      const dd = document.createElement('dd'); dd.textContent = v;
+      dl.append(dt, dd);
+    }
+    const live = agent.activeRevisionId && agent.status === 'active';
+    $('#files').hidden = !live;
+    $('#files-note').textContent = live
+      ? (agent.desiredRuntimeState === 'running' ? 'Edit a live file:' : 'The Agent is stopped: its files are read-only until it runs again.')
+      : 'No active revision yet: deploy the Agent to read and edit its files.';
+    return true;
+  };
+  let following = '';
+  const follow = async (depID) => {
+    if (following === depID) { return; }
+    following = depID;
+    // Bounded: at most 15 minutes of polling.
+    for (let i = 0; i < 900 && following === depID; i++) {
+      const r = await api('GET', base + '/deployments/' + enc(depID));
+      if (r.status !== 200) { $('#deployment').textContent = errText(r); break; }
+      $('#deployment').textContent = describeDeployment(r.data);
+      if (r.data.status === 'succeeded' || r.data.status === 'failed') {
+        status('Deployment of revision ' + r.data.revision + ' ' + r.data.status + '.');
+        await facts();
+        await revisions();
+        break;
+      }
+      await sleep(1000);
+    }
+    if (following === depID) { following = ''; }
+  };
+  const revisions = async () => {
+    const r = await api('GET', base + '/revisions');
+    if (r.status !== 200) { fillTable('#revisions', [], errText(r)); return; }
+    const items = r.data.items.slice().sort((a, b) => b.number - a.number).slice(0, 10);
+    const deps = await Promise.all(items.map((v) => api('GET', base + '/deployments/' + enc(v.id))));
+    fillTable('#revisions', items.map((v, i) => [v.number, v.id, v.configurationGeneration, v.createdAt,
+      deps[i].status === 200 ? deps[i].data.status : errText(deps[i])]), 'No revisions: the Agent was never deployed.');
+    const latest = deps[0];
+    if (latest && latest.status === 200 && (latest.data.status === 'queued' || latest.data.status === 'running')) {
+      follow(items[0].id);
+    }
+  };
+  $('#deploy').addEventListener('click', async () => {
+    const r = await api('POST', base + '/deploy');
+    if (r.status !== 202) { alertMsg(errText(r)); return; }
+    status('Deployment of revision ' + r.data.number + ' queued.');
+    await revisions();
+    follow(r.data.id);
+  });
+  $('#stop').addEventListener('click', async () => {
+    if (!(await confirmDialog('Stop the Agent ' + (agent ? agent.name : '') + '? Its gateway stops serving.'))) { return; }
+    const r = await api('POST', base + '/stop');
+    if (r.status === 202) { status('Stopping.'); } else { alertMsg(errText(r)); }
+    facts();
+  });
+  $('#delete').addEventListener('click', async () => {
+    if (!(await confirmDialog('Delete the Agent ' + (agent ? agent.name : '') + ' and its workspace? This cannot be undone.'))) { return; }
+    const r = await api('DELETE', base);
+    if (r.status === 202) { location.assign('/console/namespaces/' + enc(NS)); } else { alertMsg(errText(r)); }
+  });
+  if (await facts()) { revisions(); }
+};
+
+pages.file = async () => {
+  const path = '/namespaces/' + enc(NS) + '/agents/' + enc(AGENT) + '/workspace/files/' + enc(FILE);
+  const ed = $('#editor');
+  const save = $('#save');
+  const st = { loaded: false, base: '', hash: null, pending: false, unknown: null, running: false };
+  const canOperate = CAN.has('operate');
+  const dirty = () => st.loaded && lf(ed.value) !== st.base;
+  const refresh = () => {
+    const p = counter($('#file-count'), lf(ed.value));
+    save.disabled = !(st.loaded && !st.pending && !st.unknown && st.running && canOperate && dirty() && !p);
+    $('#discard').disabled = !dirty() || st.pending;
+    $('#file-hash').textContent = st.hash ? 'Loaded version sha256:' + st.hash : (st.loaded ? 'The file does not exist yet.' : '');
+    let why = '';
+    if (!canOperate) { why = 'Read-only: you do not have operate on this Agent.'; } else if (!st.running) { why = 'Read-only: the Agent is not running.'; } else if (st.unknown) { why = 'Saving is blocked until you reload: the last save has an unknown outcome.'; }
+    save.title = why;
+    if (why && st.loaded) { $('#file-hint').textContent = why; }
+  };
+  ed.addEventListener('input', refresh);
+  const agent = await api('GET', '/namespaces/' + enc(NS) + '/agents/' + enc(AGENT));
+  if (agent.status === 200) {
+    const a = agent.data;
+    st.running = a.status === 'active' && a.desiredRuntimeState === 'running' && !!a.activeRevisionId;
+    $('#back').textContent = a.name;
+  }
+  const load = async () => {
+    status('Loading…');
+    const r = await api('GET', path);
+    if (r.status === 200 || r.status === 404) {
+      const content = r.status === 200 ? r.data.content : '';
+      st.loaded = true;
+      st.base = content;
+      st.hash = r.status === 200 ? r.etag : null;
+      ed.value = content;
+      ed.disabled = false;
+      ed.readOnly = !(st.running && canOperate);
+      $('#conflict').hidden = true;
+      if (st.unknown !== null) {
+        const sent = st.unknown;
+        st.unknown = null;
+        const h = await sha256(sent);
+        const applied = r.status === 200 && (h === null ? content === sent : h === st.hash);
+        status(applied ? 'Your earlier save was applied: the file holds what you sent.'
+          : 'Your earlier save was not applied (or someone changed the file since): the editor shows the current content.');
+      } else {
+        status(r.status === 200 ? 'Loaded.' : 'The file does not exist yet; saving creates it.');
+      }
+    } else {
+      alertMsg('The file could not be loaded: ' + errText(r));
+    }
+    refresh();
+  };
+  $('#reload').addEventListener('click', async () => {
+    if (dirty() && !(await confirmDialog('Discard your unsaved changes and reload?'))) { return; }
+    load();
+  });
+  $('#discard').addEventListener('click', () => { ed.value = st.base; status('Changes discarded.'); refresh(); });
+  const doSave = async () => {
+    const content = lf(ed.value);
+    const p = contentProblem(content);
+    if (p) { alertMsg('Not saved: the content ' + p + '.'); return; }
+    st.pending = true;
+    refresh();
+    status('Saving…');
+    const r = await api('PUT', path, { content }, st.hash ? { 'If-Match': '"' + st.hash + '"' } : {});
+    st.pending = false;
+    if (r.status === 200) {
+      st.base = content;
+      st.hash = r.etag;
+      $('#conflict').hidden = true;
+      status('Saved.');
+    } else if (r.status === 412) {
+      const cur = await api('GET', path);
+      const theirs = cur.status === 200 ? cur.data.content : '';
+      st.base = theirs;
+      st.hash = cur.status === 200 ? cur.etag : null;
+      $('#theirs').value = theirs;
+      $('#yours').value = content;
+      $('#conflict').hidden = false;
+      alertMsg('Not saved: someone changed the file since you loaded it. Compare below, then take theirs, keep yours, or edit and save again.');
+    } else if ([400, 403, 404, 409, 413, 429].includes(r.status) || (r.status === 503 && r.error && r.error.code === 'DEPENDENCY_UNAVAILABLE')) {
+      alertMsg('Not saved: ' + errText(r));
+    } else {
+      // UNKNOWN_OUTCOME, a lost connection or anything unexpected: the write
+      // may have been applied. Never retried; reload to find out.
+      st.unknown = content;
+      alertMsg('The outcome of the save is unknown: it may or may not have been applied. Reload to see which.');
+    }
+    refresh();
+  };
+  $('#file-form').addEventListener('submit', (ev) => { ev.preventDefault(); if (!save.disabled) { doSave(); } });
+  $('#take-theirs').addEventListener('click', () => {
+    ed.value = st.base;
+    $('#conflict').hidden = true;
+    status('Took their version.');
+    refresh();
+  });
+  $('#take-yours').addEventListener('click', () => {
+    ed.value = $('#yours').value;
+    refresh();
+    doSave();
+  });
+  window.addEventListener('beforeunload', (ev) => {
+    if (dirty()) { ev.preventDefault(); ev.returnValue = ''; }
+  });
+  load();
+};
+
+pages.audit = async () => {
+  const stack = [];
+  let next = '';
+  const query = (cursor) => {
+    const q = new URLSearchParams();
+    for (const f of ['namespaceId', 'resourceKind', 'resourceId', 'actorId', 'action', 'kind', 'outcome', 'limit']) {
+      const v = $('#f-' + f).value.trim();
+      if (v) { q.set(f, v); }
+    }
+    if (cursor) { q.set('cursor', cursor); }
+    return q.toString();
+  };
+  const load = async (cursor) => {
+    const r = await api('GET', '/audit-events?' + query(cursor));
+    if (r.status !== 200) { alertMsg(errText(r)); fillTable('#audit', [], 'Not available.'); return; }
+    fillTable('#audit', r.data.items.map((e) => [e.occurredAt, e.kind, e.action,
+      e.resource.kind + ' ' + (e.resource.id || ''), e.actorId, e.outcome + (e.reasonCode ? ' ' + e.reasonCode : ''),
+      e.details ? Object.entries(e.details).map(([k, v]) => k + '=' + v).join(', ') : '']), 'No events match.');
+    next = r.data.nextCursor || '';
+    $('#audit-next').disabled = !next;
+    status(r.data.items.length + ' events' + (stack.length ? ', page ' + (stack.length + 1) : '') + '.');
+  };
+  $('#audit-form').addEventListener('submit', (ev) => { ev.preventDefault(); stack.length = 0; load(''); });
+  $('#audit-first').addEventListener('click', () => { stack.length = 0; load(''); });
+  $('#audit-next').addEventListener('click', () => { if (next) { stack.push(next); load(next); } });
+  load('');
+};
+
+pages.iam = async () => {
+  if (!CAN.has('administer')) {
+    $$('main input, main select, main textarea, main form button').forEach((c) => { c.disabled = true; });
+    alertMsg('Read-only: identity and access administration needs installation administer.');
+  }
+  const opt = (v) => (v ? v : undefined);
+  const del = (label, path, reload) => button('Delete', 'Delete ' + label, async () => {
+    if (!(await confirmDialog('Delete ' + label + '?'))) { return; }
+    const r = await api('DELETE', path);
+    if (r.status === 200) { status('Deleted ' + label + '.'); } else { alertMsg(errText(r)); }
+    reload();
+  }, 'danger');
+  const scope = (x) => [x.namespaceId ? 'namespace ' + x.namespaceId : 'installation', x.resourceKind ? x.resourceKind + ' ' + (x.resourceId || '') : ''].filter(Boolean).join(', ');
+  const sps = async () => {
+    const r = await api('GET', '/iam/service-principals');
+    if (r.status !== 200) { fillTable('#sps', [], errText(r)); return; }
+    fillTable('#sps', r.data.items.map((s) => [s.name, s.id, s.namespaceId || '–', s.agentId ? 'Agent-owned' : del('service principal ' + s.name, '/iam/service-principals/' + enc(s.id), sps)]));
+  };
+  const roles = async () => {
+    const r = await api('GET', '/iam/roles');
+    if (r.status !== 200) { fillTable('#roles', [], errText(r)); return; }
+    fillTable('#roles', r.data.items.map((x) => [x.name, x.id, x.permissions.map((p) => p.action + ' ' + p.resourceKind).join(', '),
+      x.builtin ? 'built-in' : del('role ' + x.name, '/iam/roles/' + enc(x.id), roles)]));
+  };
+  const bindings = async () => {
+    const r = await api('GET', '/iam/access-bindings');
+    if (r.status !== 200) { fillTable('#bindings', [], errText(r)); return; }
+    fillTable('#bindings', r.data.items.map((b) => [b.subjectId, b.roleId, scope(b), del('binding ' + b.id, '/iam/access-bindings/' + enc(b.id), bindings)]));
+  };
+  const restrictions = async () => {
+    const r = await api('GET', '/iam/restrictions');
+    if (r.status !== 200) { fillTable('#restrictions', [], errText(r)); return; }
+    fillTable('#restrictions', r.data.items.map((x) => [x.subjectId, x.action + ' ' + x.resourceKind, scope(x), del('restriction ' + x.id, '/iam/restrictions/' + enc(x.id), restrictions)]));
+  };
+  const submit = (sel, fn) => $(sel).addEventListener('submit', async (ev) => { ev.preventDefault(); await fn(); });
+  submit('#user-form', async () => {
+    const r = await api('POST', '/iam/users', { email: $('#user-email').value, password: $('#user-password').value });
+    $('#user-password').value = '';
+    if (r.status === 201) { status('Created user ' + r.data.email + ' (' + r.data.id + ').'); $('#user-email').value = ''; } else { alertMsg(errText(r)); }
+  });
+  submit('#sp-form', async () => {
+    const r = await api('POST', '/iam/service-principals', { name: $('#sp-name').value, namespaceId: opt($('#sp-ns').value) });
+    if (r.status === 201) { status('Created service principal ' + r.data.name + ' (' + r.data.id + ').'); } else { alertMsg(errText(r)); }
+    sps();
+  });
+  submit('#key-form', async () => {
+    const days = parseInt($('#key-days').value, 10) || 30;
+    const r = await api('POST', '/api/auth/service-keys', { servicePrincipalId: $('#key-sp').value, name: $('#key-name').value,
+      namespaceId: opt($('#key-ns').value), expiresIn: days * 86400 });
+    if (r.status !== 201) { alertMsg(errText(r)); return; }
+    // Shown once, in this page only; never stored.
+    $('#key-value').value = r.data.key;
+    $('#key-once').hidden = false;
+    $('#key-value').focus();
+    $('#key-value').select();
+    status('Issued key ' + r.data.id + '. Copy it now: it is shown once.');
+  });
+  $('#key-copy').addEventListener('click', async () => {
+    const v = $('#key-value').value;
+    try {
+      await navigator.clipboard.writeText(v);
+    } catch (e) {
+      $('#key-value').select();
+      document.execCommand('copy');
+    }
+    status('Key copied to the clipboard.');
+  });
+  submit('#revoke-form', async () => {
+    const r = await api('DELETE', '/api/auth/service-keys/' + enc($('#revoke-id').value));
+    if (r.status === 200) { status('Revoked key ' + r.data.id + '.'); } else { alertMsg(errText(r)); }
+  });
+  submit('#role-form', async () => {
+    const perms = $('#role-perms').value.split('\n').map((l) => l.trim()).filter(Boolean).map((l) => {
+      const [action, resourceKind] = l.split(/\s+/);
+      return { action, resourceKind };
+    });
+    const r = await api('POST', '/iam/roles', { name: $('#role-name').value, permissions: perms });
+    if (r.status === 201) { status('Created role ' + r.data.name + ' (' + r.data.id + ').'); } else { alertMsg(errText(r)); }
+    roles();
+  });
+  submit('#binding-form', async () => {
+    const r = await api('POST', '/iam/access-bindings', { subjectId: $('#bnd-subject').value, roleId: $('#bnd-role').value,
+      namespaceId: opt($('#bnd-ns').value), resourceKind: opt($('#bnd-kind').value), resourceId: opt($('#bnd-res').value) });
+    if (r.status === 201) { status('Created binding ' + r.data.id + '.'); } else { alertMsg(errText(r)); }
+    bindings();
+  });
+  submit('#restriction-form', async () => {
+    const r = await api('POST', '/iam/restrictions', { subjectId: $('#rst-subject').value, action: $('#rst-action').value,
+      resourceKind: $('#rst-kind').value, namespaceId: opt($('#rst-ns').value), resourceId: opt($('#rst-res').value) });
+    if (r.status === 201) { status('Created restriction ' + r.data.id + '.'); } else { alertMsg(errText(r)); }
+    restrictions();
+  });
+  if (CAN.has('administer')) { sps(); roles(); bindings(); restrictions(); } else { sps(); }
+};
+
+chrome();
+applyCan();
+if (pages[page]) { pages[page](); }
