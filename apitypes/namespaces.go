@@ -86,3 +86,31 @@ type PatchConfigurationRequest struct {
 	// Document, when present, replaces the native document.
 	Document json.RawMessage `json:"document,omitempty"`
 }
+
+// Reconciliation is one request to bring a ready Namespace's backend
+// objects (for Kubernetes: the tenant namespace's route-attachment label,
+// its RoleBinding and NetworkPolicies) in line with the current
+// installation configuration. The worker carries it out; its status reads
+// like a deployment's.
+type Reconciliation struct {
+	// ID identifies the reconciliation ("wrk_…").
+	ID string `json:"id"`
+	// NamespaceID is the reconciled Namespace.
+	NamespaceID string `json:"namespaceId"`
+	// Status is where it stands: queued, running, succeeded or failed.
+	Status DeploymentStatus `json:"status"`
+	// Error is why a failed reconciliation failed (for example
+	// NAMESPACE_NOT_OWNED, GATEWAY_SELECTOR_CHANGED or
+	// PERMISSIVE_NETWORK_POLICY, with a message naming the object); null
+	// otherwise.
+	Error *DeploymentError `json:"error"`
+	// Progress is set while it is queued or running (a concurrent change
+	// of an object shows here as the last attempt); null otherwise.
+	Progress *DeploymentProgress `json:"progress"`
+	// CreatedAt is when it was requested.
+	CreatedAt time.Time `json:"createdAt"`
+	// UpdatedAt is when its state last changed.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func (Reconciliation) isData() {}

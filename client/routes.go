@@ -84,6 +84,51 @@ func (c *Client) DeleteNamespace(ctx context.Context, ns string) (apitypes.Names
 	return call[apitypes.Namespace](ctx, c, request{method: http.MethodDelete, path: p("/namespaces/%s", ns)})
 }
 
+// ReconcileNamespace queues a reconciliation of a ready Namespace against
+// the current installation configuration (POST /namespaces/{ns}/reconcile;
+// installation administrators). Follow it with WaitForReconciliation.
+func (c *Client) ReconcileNamespace(ctx context.Context, ns string) (apitypes.Reconciliation, error) {
+	return call[apitypes.Reconciliation](ctx, c, request{method: http.MethodPost, path: p("/namespaces/%s/reconcile", ns)})
+}
+
+// GetReconciliation calls GET
+// /namespaces/{ns}/reconciliations/{reconciliationId}.
+func (c *Client) GetReconciliation(ctx context.Context, ns, id string) (apitypes.Reconciliation, error) {
+	return call[apitypes.Reconciliation](ctx, c, request{method: http.MethodGet, path: p("/namespaces/%s/reconciliations/%s", ns, id)})
+}
+
+// ReconcileAllNamespaces queues a reconciliation of every ready Namespace
+// (POST /namespace-reconciliations).
+func (c *Client) ReconcileAllNamespaces(ctx context.Context) ([]apitypes.Reconciliation, error) {
+	var l struct {
+		Items []apitypes.Reconciliation `json:"items"`
+	}
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/namespace-reconciliations"}, &l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// WaitForReconciliation polls a reconciliation every interval (minimum
+// 100 ms) until it succeeds or fails, or ctx ends. A failed one is
+// returned with a nil error: its Error says why.
+func (c *Client) WaitForReconciliation(ctx context.Context, ns, id string, interval time.Duration) (apitypes.Reconciliation, error) {
+	interval = max(interval, 100*time.Millisecond)
+	for {
+		r, err := c.GetReconciliation(ctx, ns, id)
+		if err != nil || r.Status == apitypes.DeploymentSucceeded || r.Status == apitypes.DeploymentFailed {
+			return r, err
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r, fmt.Errorf("client: waiting for reconciliation %s: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 // ListAgents calls GET /namespaces/{ns}/agents.
 func (c *Client) ListAgents(ctx context.Context, ns string) ([]apitypes.Agent, error) {
 	return items[apitypes.Agent](ctx, c, p("/namespaces/%s/agents", ns))

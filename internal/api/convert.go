@@ -65,6 +65,12 @@ func toDeployment(d occ.Deployment) apitypes.Deployment {
 	return out
 }
 
+func toReconciliation(rc occ.Reconciliation) apitypes.Reconciliation {
+	d := toDeployment(occ.Deployment{Status: rc.Status, Error: rc.Error, Progress: rc.Progress})
+	return apitypes.Reconciliation{ID: rc.ID, NamespaceID: rc.NamespaceID, Status: d.Status, Error: d.Error,
+		Progress: d.Progress, CreatedAt: rc.CreatedAt, UpdatedAt: rc.UpdatedAt}
+}
+
 // toWorkspaceFile drops the hash: it travels in the ETag header.
 func toWorkspaceFile(f occ.WorkspaceFile) apitypes.WorkspaceFile {
 	return apitypes.WorkspaceFile{Name: f.Name, Content: f.Content}

@@ -95,3 +95,29 @@ func (a *API) DeleteConfiguration(w http.ResponseWriter, r *http.Request) {
 	err := a.svc.DeleteConfiguration(r.Context(), p[0], p[1])
 	respond(w, r, http.StatusOK, apitypes.Deleted{Deleted: true, ID: p[1]}, err)
 }
+
+func (a *API) ReconcileNamespace(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathIDs(w, r, "ns", ids.Namespace)
+	if !ok || !bodyless(w, r) {
+		return
+	}
+	rc, err := a.svc.ReconcileNamespace(r.Context(), p[0])
+	respond(w, r, http.StatusAccepted, toReconciliation(rc), err)
+}
+
+func (a *API) ReconcileAllNamespaces(w http.ResponseWriter, r *http.Request) {
+	if !bodyless(w, r) {
+		return
+	}
+	v, err := a.svc.ReconcileAllNamespaces(r.Context())
+	respond(w, r, http.StatusAccepted, list(v, toReconciliation), err)
+}
+
+func (a *API) GetReconciliation(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathIDs(w, r, "ns", ids.Namespace, "reconciliationId", ids.WorkItem)
+	if !ok || !bodyless(w, r) {
+		return
+	}
+	rc, err := a.svc.GetReconciliation(r.Context(), p[0], p[1])
+	respond(w, r, http.StatusOK, toReconciliation(rc), err)
+}

@@ -97,6 +97,8 @@ func workPermission(item store.WorkItem) (store.Action, Resource) {
 		return store.ActionCreate, Resource{Kind: store.KindNamespace}
 	case store.WorkNamespaceDelete:
 		return store.ActionDelete, NamespaceResource(item.NamespaceID)
+	case store.WorkNamespaceRepair:
+		return store.ActionAdminister, Installation
 	}
 	return store.ActionAdminister, Installation
 }

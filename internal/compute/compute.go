@@ -175,6 +175,64 @@ type Closer interface {
 	Close()
 }
 
+// NamespaceReconciler is a driver that can bring an existing, ready
+// Namespace's backend objects in line with the current installation
+// configuration (for example the route-attachment label and the gateway
+// ingress policy after routing was turned on), which EnsureNamespace, run
+// once while the Namespace is provisioning, does not. The worker discovers
+// it with a type assertion; a driver without it gets EnsureNamespace again.
+//
+// ReconcileNamespace must check that what it changes is OCC's, refuse with
+// a PermanentError whose Public message names the object when it is not or
+// when something in the Namespace would defeat the change, write only on
+// the state it read (a concurrent change is a retryable error, never
+// overwritten) and never move an Agent's runtime or storage.
+// PlanNamespace makes the same checks and answers what ReconcileNamespace
+// would change, changing nothing.
+type NamespaceReconciler interface {
+	PlanNamespace(ctx context.Context, ns Namespace) (NamespacePlan, error)
+	ReconcileNamespace(ctx context.Context, ns Namespace) (NamespacePlan, error)
+}
+
+// NamespacePlan lists the backend objects of a Namespace that a
+// reconciliation looks at, and what it does (or would do) to each.
+type NamespacePlan struct {
+	Changes []ObjectChange
+}
+
+// Changed reports whether the plan changes anything.
+func (p NamespacePlan) Changed() bool {
+	for _, c := range p.Changes {
+		if c.Action != ActionUnchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// Object change actions.
+const (
+	ActionCreate    = "create"
+	ActionUpdate    = "update"
+	ActionUnchanged = "unchanged"
+)
+
+// ObjectChange is one backend object of a NamespacePlan. Live is the object
+// as read (nil when absent), Desired what the driver applies; both are the
+// backend's own JSON and hold no secrets (drivers list only objects without
+// any).
+type ObjectChange struct {
+	Kind            string
+	Namespace       string
+	Name            string
+	ResourceVersion string
+	Action          string
+	// Fields are the changed fields, as dotted paths, for a person to read.
+	Fields  []string
+	Live    json.RawMessage
+	Desired json.RawMessage
+}
+
 // ErrNoEndpoint says a driver does not expose its gateways.
 var ErrNoEndpoint = errors.New("compute: driver exposes no gateway endpoint")
 
@@ -185,6 +243,10 @@ const (
 	CodeWorkspaceSetupFailed      = "WORKSPACE_SETUP_FAILED"
 	CodeConfigurationInvalid      = "CONFIGURATION_INVALID"
 	CodeRuntimeFailed             = "RUNTIME_FAILED"
+	// Refusals of ReconcileNamespace.
+	CodeNamespaceNotOwned      = "NAMESPACE_NOT_OWNED"
+	CodeGatewaySelectorChanged = "GATEWAY_SELECTOR_CHANGED"
+	CodePermissivePolicy       = "PERMISSIVE_NETWORK_POLICY"
 )
 
 // PermanentError is a failure that retrying cannot fix. The worker stops
@@ -192,6 +254,10 @@ const (
 type PermanentError struct {
 	Code string
 	Err  error
+	// Public, when set, is a message the driver vouches is fit for the
+	// API (names of backend objects, no content, no secrets); the worker
+	// shows it instead of the code's fixed message.
+	Public string
 }
 
 func (e *PermanentError) Error() string { return fmt.Sprintf("%s: %v", e.Code, e.Err) }
@@ -199,6 +265,12 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent wraps err as a permanent failure with a public code.
 func Permanent(code string, err error) error { return &PermanentError{Code: code, Err: err} }
+
+// Refusal is a permanent failure with a public message: msg is shown as
+// it is, so it must name only backend objects and say what to do.
+func Refusal(code, msg string) error {
+	return &PermanentError{Code: code, Err: errors.New(msg), Public: msg}
+}
 
 // AsPermanent returns the permanent failure in err's chain, if any. Any
 // other error is retryable.

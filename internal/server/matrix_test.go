@@ -179,6 +179,14 @@ func matrixRoutes() map[string]matrixRoute {
 		"DELETE /namespaces/{ns}": {perm: perm(store.ActionDelete, store.KindNamespace), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) { return "/namespaces/" + f.namespace(), nil }},
 
+		"POST /namespaces/{ns}/reconcile": admin(202, func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/reconcile", nil }),
+		"POST /namespace-reconciliations": admin(202, static("/namespace-reconciliations")),
+		"GET /namespaces/{ns}/reconciliations/{reconciliationId}": {perm: perm(store.ActionRead, store.KindNamespace), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+			build: func(f *fixture) (string, any) {
+				var rc idOnly
+				f.e.must("POST", "/namespaces/"+f.ns1+"/reconcile", nil, f.e.admin, 202, &rc)
+				return "/namespaces/" + f.ns1 + "/reconciliations/" + rc.ID, nil
+			}},
 		"GET /namespaces/{ns}/agents": {perm: perm(store.ActionRead, store.KindAgent), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
 			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents", nil }, agent: &agentCase{action: store.ActionRead, restricted: 200, other: 200}},
 		"POST /namespaces/{ns}/agents": {perm: perm(store.ActionCreate, store.KindAgent), ok: 201, noGrant: 404, restricted: 403, nsKey: 403,

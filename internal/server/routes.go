@@ -73,6 +73,9 @@ func Routes(a *api.API, h *Health) []Route {
 		{"POST", "/namespaces", Authenticated, a.CreateNamespace, 201, apitypes.CreateNamespaceRequest{}, apitypes.Namespace{}, noQuery, false},
 		{"GET", "/namespaces/{ns}", Authenticated, a.GetNamespace, 200, noBody, apitypes.Namespace{}, noQuery, false},
 		{"DELETE", "/namespaces/{ns}", Authenticated, a.DeleteNamespace, 202, noBody, apitypes.Namespace{}, noQuery, false},
+		{"POST", "/namespaces/{ns}/reconcile", Authenticated, a.ReconcileNamespace, 202, noBody, apitypes.Reconciliation{}, noQuery, false},
+		{"GET", "/namespaces/{ns}/reconciliations/{reconciliationId}", Authenticated, a.GetReconciliation, 200, noBody, apitypes.Reconciliation{}, noQuery, false},
+		{"POST", "/namespace-reconciliations", Authenticated, a.ReconcileAllNamespaces, 202, noBody, apitypes.List[apitypes.Reconciliation]{}, noQuery, false},
 
 		{"GET", "/namespaces/{ns}/agents", Authenticated, a.ListAgents, 200, noBody, apitypes.List[apitypes.Agent]{}, noQuery, false},
 		{"POST", "/namespaces/{ns}/agents", Authenticated, a.CreateAgent, 201, apitypes.CreateAgentRequest{}, apitypes.Agent{}, noQuery, false},

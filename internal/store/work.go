@@ -6,9 +6,13 @@ import "time"
 const (
 	WorkNamespaceReconcile = "namespace.reconcile" // make a Namespace ready through the driver
 	WorkNamespaceDelete    = "namespace.delete"    // tear a Namespace down, then remove it
-	WorkRevisionDeploy     = "revision.deploy"     // prepare and activate one revision
-	WorkAgentStop          = "agent.stop"          // stop the Agent's runtime
-	WorkAgentDelete        = "agent.delete"        // retire everything, then remove the Agent
+	// WorkNamespaceRepair brings a ready Namespace's backend objects in
+	// line with the current installation configuration (an administrator's
+	// reconcile request).
+	WorkNamespaceRepair = "namespace.repair"
+	WorkRevisionDeploy  = "revision.deploy" // prepare and activate one revision
+	WorkAgentStop       = "agent.stop"      // stop the Agent's runtime
+	WorkAgentDelete     = "agent.delete"    // retire everything, then remove the Agent
 )
 
 // WorkState is a work item's queue state.

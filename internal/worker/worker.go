@@ -175,6 +175,9 @@ func failed(code, msg string) outcome {
 // fromDriver classifies a driver error.
 func fromDriver(err error, code string) outcome {
 	if p, ok := compute.AsPermanent(err); ok {
+		if p.Public != "" {
+			return failed(p.Code, p.Public)
+		}
 		return failed(p.Code, publicMessage(p.Code))
 	}
 	return outcome{code: code, message: "The runtime backend did not complete the step; it will be retried.", err: err}
@@ -248,6 +251,8 @@ func (w *Worker) reconcile(ctx context.Context, item store.WorkItem) outcome {
 		return w.reconcileNamespace(ctx, item)
 	case store.WorkNamespaceDelete:
 		return w.deleteNamespace(ctx, item)
+	case store.WorkNamespaceRepair:
+		return w.repairNamespace(ctx, item)
 	case store.WorkRevisionDeploy:
 		return w.deploy(ctx, item)
 	case store.WorkAgentStop:
@@ -283,6 +288,40 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 	}
 	if err := w.store.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	return succeeded()
+}
+
+// repairNamespace reconciles a ready Namespace's backend objects through
+// the driver's NamespaceReconciler, or EnsureNamespace for a driver without
+// one. A refusal leaves the Namespace ready (its Agents keep running) and
+// fails the work with the driver's public message; a concurrent change is
+// retried, the driver reading and judging again.
+func (w *Worker) repairNamespace(ctx context.Context, item store.WorkItem) outcome {
+	ns, err := w.store.GetNamespace(ctx, item.NamespaceID)
+	if errkind.Is(err, errkind.NotFound) {
+		return cancelled("NAMESPACE_NOT_FOUND", "The Namespace no longer exists.")
+	}
+	if err != nil {
+		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
+	}
+	if ns.Status != store.NamespaceReady {
+		return cancelled(errkind.CodeNamespaceNotReady, "The Namespace is not ready; it was not reconciled.")
+	}
+	cns := compute.Namespace{ID: ns.ID, Name: ns.Name}
+	cctx, cancel := w.call(ctx)
+	defer cancel()
+	if r, ok := w.driver.(compute.NamespaceReconciler); ok {
+		_, err = r.ReconcileNamespace(cctx, cns)
+	} else {
+		err = w.driver.EnsureNamespace(cctx, cns)
+	}
+	if err != nil {
+		out := fromDriver(err, "RECONCILE_FAILED")
+		if out.state == "" {
+			out.message = "The Namespace could not be reconciled now (a concurrent change or an unavailable backend); it will be read and judged again."
+		}
+		return out
 	}
 	return succeeded()
 }

@@ -53,6 +53,9 @@ type Driver struct {
 	cfg Config
 	c   client.Client
 	o   Options
+	// beforeWrite, set by tests only, runs in ReconcileNamespace between
+	// the reads and the writes (to provoke a concurrent change).
+	beforeWrite func()
 }
 
 var _ compute.Driver = (*Driver)(nil)
