@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -64,6 +66,7 @@ func newNamespaceCmd(d deps) *cobra.Command {
 				return printOne(cn.out, n, namespaceCols)
 			}),
 		},
+		newNamespaceReconcileCmd(d, f),
 		&cobra.Command{
 			Use: "delete NAMESPACE", Short: "Delete an empty Namespace (name or id); the worker finishes it", Args: cobra.ExactArgs(1),
 			Example: "  occ namespace delete team-a",
@@ -80,6 +83,99 @@ func newNamespaceCmd(d deps) *cobra.Command {
 			}),
 		},
 	)
+	return cmd
+}
+
+var reconciliationCols = []column[apitypes.Reconciliation]{
+	{"ID", func(r apitypes.Reconciliation) string { return r.ID }},
+	{"NAMESPACE", func(r apitypes.Reconciliation) string { return r.NamespaceID }},
+	{"STATUS", func(r apitypes.Reconciliation) string { return string(r.Status) }},
+	{"ERROR", func(r apitypes.Reconciliation) string {
+		if r.Error == nil {
+			return ""
+		}
+		return r.Error.Code + ": " + r.Error.Message
+	}},
+}
+
+// newNamespaceReconcileCmd is "occ namespace reconcile": the
+// administrator's request that the worker bring ready Namespaces in line
+// with the current installation configuration.
+func newNamespaceReconcileCmd(d deps, f *clientFlags) *cobra.Command {
+	var all, wait bool
+	var timeout, interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "reconcile NAMESPACE | --all",
+		Short: "Reconcile ready Namespaces against the current installation configuration (administrators)",
+		Long: `Queue a reconciliation of a ready Namespace (name or id), or with --all of
+every ready Namespace: the worker brings its backend objects in line with the
+current installation configuration (for Kubernetes: the route-attachment
+label and the Envoy-only ingress policy after routing was turned on). A
+refusal (a namespace that is not OCC's, a changed gateway Pod selector, a
+NetworkPolicy that admits other callers) changes nothing and names the
+object. With --wait, follow each until it succeeds or fails; any failure
+exits 1.`,
+		Example: "  occ namespace reconcile team-a --wait\n  occ namespace reconcile --all --wait",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) == 1) && len(args) <= 1 {
+				return usageError(errors.New("name one Namespace or give --all"))
+			}
+			return cobra.MaximumNArgs(1)(cmd, args)
+		},
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
+			ctx := cmd.Context()
+			var rs []apitypes.Reconciliation
+			if all {
+				var err error
+				if rs, err = cn.c.ReconcileAllNamespaces(ctx); err != nil {
+					return apiError(err)
+				}
+			} else {
+				id, err := resolveNamespace(ctx, cn.c, args[0])
+				if err != nil {
+					return err
+				}
+				r, err := cn.c.ReconcileNamespace(ctx, id)
+				if err != nil {
+					return apiError(err)
+				}
+				rs = []apitypes.Reconciliation{r}
+			}
+			if wait {
+				wctx, cancel := context.WithTimeout(ctx, timeout)
+				defer cancel()
+				for i, r := range rs {
+					cn.info("reconciliation %s of %s queued", r.ID, r.NamespaceID)
+					got, err := cn.c.WaitForReconciliation(wctx, r.NamespaceID, r.ID, interval)
+					if err != nil {
+						if wctx.Err() != nil && ctx.Err() == nil {
+							return &exitError{code: exitUnreachable, err: fmt.Errorf(
+								"reconciliation %s did not finish within %s; it continues on the server", r.ID, timeout)}
+						}
+						return apiError(err)
+					}
+					rs[i] = got
+				}
+			}
+			if err := printList(cn.out, rs, reconciliationCols); err != nil {
+				return err
+			}
+			for _, r := range rs {
+				if r.Status == apitypes.DeploymentFailed {
+					msg := "reconciliation " + r.ID + " of " + r.NamespaceID + " failed"
+					if r.Error != nil {
+						msg += ": " + r.Error.Code + ": " + r.Error.Message
+					}
+					return runtimeError(errors.New(msg))
+				}
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every ready Namespace")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until each reconciliation succeeds or fails")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: how long to wait in all")
+	cmd.Flags().DurationVar(&interval, "interval", time.Second, "with --wait: how often to poll")
 	return cmd
 }
 
