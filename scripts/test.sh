@@ -26,6 +26,8 @@
 # Environment:
 #   OCC_TEST_POSTGRES_URL  use this database server instead of starting one
 #   OCC_OPENCLAW_RUNTIME   use this installed runtime instead of running scripts/install-runtime.sh
+#   OCC_TEST_CHROMIUM      use this Chromium for the Console's browser tests instead of scripts/testenv/chromium.sh
+#   OCC_TEST_AXE           use this axe.min.js instead of scripts/testenv/axe.sh
 #   OCC_TEST_KUBECONFIG    use this Kubernetes test environment instead of starting one (then also set
 #                          OCC_TEST_EGCTL and OCC_TEST_KUBECTL, as `scripts/testenv/k8s.sh env` does)
 #   OCC_TEST_KUBERNETES    1 (default) builds and starts the Kubernetes environment, 0 skips that (the
@@ -90,6 +92,20 @@ if [ -z "${OCC_OPENCLAW_RUNTIME:-}" ]; then
 	export OCC_OPENCLAW_RUNTIME
 fi
 echo "OCC_OPENCLAW_RUNTIME=$OCC_OPENCLAW_RUNTIME"
+done_step
+
+step "Chromium and axe-core for the Console's browser tests (scripts/testenv/chromium.sh, axe.sh)"
+if [ -z "${OCC_TEST_CHROMIUM:-}" ]; then
+	# Both print their path on the last line; they install only what is missing.
+	OCC_TEST_CHROMIUM=$(bash scripts/testenv/chromium.sh | tail -n 1)
+	export OCC_TEST_CHROMIUM
+fi
+if [ -z "${OCC_TEST_AXE:-}" ]; then
+	OCC_TEST_AXE=$(bash scripts/testenv/axe.sh | tail -n 1)
+	export OCC_TEST_AXE
+fi
+echo "OCC_TEST_CHROMIUM=$OCC_TEST_CHROMIUM"
+echo "OCC_TEST_AXE=$OCC_TEST_AXE"
 done_step
 
 case "${OCC_TEST_KUBERNETES:-1}" in
@@ -169,6 +185,7 @@ heavy=(
 	"./internal/server 30m"
 	"./internal/setuprunner 15m"
 	"./internal/clie2e 15m"
+	"./internal/console 10m"
 )
 kube=(
 	"./internal/testenv/kube 10m"

@@ -607,6 +607,11 @@ pages.iam = async () => {
   if (CAN.has('administer')) { sps(); roles(); bindings(); restrictions(); } else { sps(); }
 };
 
+// ready marks the page's controls as live (their handlers attached).
+function ready() { body.dataset.ready = '1'; }
+
 chrome();
 applyCan();
-if (pages[page]) { pages[page](); }
+// A page's function resolves once its handlers are attached (its polling
+// goes on without being awaited).
+Promise.resolve(pages[page] ? pages[page]() : undefined).finally(ready);
