@@ -109,6 +109,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	agent := b.submitAgent(ns)
 
 	b.deploy(60 * time.Second)
+	b.waitJS(10*time.Second, `document.querySelector("#revisions tbody tr td").textContent === "1" && document.querySelector("#revisions tbody tr").cells[4].textContent === "succeeded"`, "revision 1 succeeded in the revisions table")
 	b.page("agent")
 	// The delivered setup holds the four files as typed, with LF newlines.
 	var delivered map[string]string

@@ -347,9 +347,9 @@ pages.agent = async () => {
   const revisions = async () => {
     const r = await api('GET', base + '/revisions');
     if (r.status !== 200) { fillTable('#revisions', [], errText(r)); return; }
-    const items = r.data.items.slice().sort((a, b) => b.number - a.number).slice(0, 10);
+    const items = r.data.items.slice().sort((a, b) => b.revision - a.revision).slice(0, 10);
     const deps = await Promise.all(items.map((v) => api('GET', base + '/deployments/' + enc(v.id))));
-    fillTable('#revisions', items.map((v, i) => [v.number, v.id, v.configurationGeneration, v.createdAt,
+    fillTable("#revisions", items.map((v, i) => [v.revision, v.id, v.configurationGeneration, v.createdAt,
       deps[i].status === 200 ? deps[i].data.status : errText(deps[i])]), 'No revisions: the Agent was never deployed.');
     const latest = deps[0];
     if (latest && latest.status === 200 && (latest.data.status === 'queued' || latest.data.status === 'running')) {
@@ -359,7 +359,7 @@ pages.agent = async () => {
   $('#deploy').addEventListener('click', async () => {
     const r = await api('POST', base + '/deploy');
     if (r.status !== 202) { alertMsg(errText(r)); return; }
-    status('Deployment of revision ' + r.data.number + ' queued.');
+    status('Deployment of revision ' + r.data.revision + ' queued.');
     await revisions();
     follow(r.data.id);
   });
