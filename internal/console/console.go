@@ -107,6 +107,9 @@ func (c *Console) Register(m Mux) {
 	for _, p := range Pages {
 		m.Handle("GET "+p.Pattern, c.page(p))
 	}
+	// Any other path under /console/ is a Console 404 page, not the API's
+	// JSON one.
+	m.Handle("GET /console/", http.HandlerFunc(c.notFound))
 	assets, err := fs.Sub(files, "assets")
 	if err != nil {
 		panic(err)

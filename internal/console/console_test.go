@@ -63,6 +63,7 @@ func TestConsoleResponses(t *testing.T) {
 		{"iam", "/console/iam", true, 200, "", "text/html; charset=utf-8"},
 		{"script", "/console/assets/app.js", false, 200, "", "text/javascript; charset=utf-8"},
 		{"style", "/console/assets/app.css", false, 200, "", "text/css; charset=utf-8"},
+		{"unknown page", "/console/nope", true, 404, "", "text/html; charset=utf-8"},
 		{"missing asset", "/console/assets/nope.js", false, 404, "", "text/html; charset=utf-8"},
 	}
 	for _, tc := range tests {
