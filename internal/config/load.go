@@ -358,6 +358,18 @@ var sectionOf = map[string]string{
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
 
+// DecodeFile decodes the content of a config file as --config reads it,
+// over the defaults, without the environment, flags or Validate: for the
+// routing commands, which need only the Compute driver's section of the
+// file the server runs with (the Helm chart's ConfigMap or a copy).
+func DecodeFile(data []byte, drivers ComputeDrivers) (Config, error) {
+	c := defaults()
+	if err := decodeFile(data, &c, drivers); err != nil {
+		return Config{}, fmt.Errorf("config file: %w", err)
+	}
+	return c, nil
+}
+
 // loadFile decodes the file over c, so that keys the file leaves out keep
 // the values c already has.
 func loadFile(path string, c *Config, drivers ComputeDrivers) error {
