@@ -217,6 +217,13 @@ func renderDeployment(cfg Config, r revisionRef, withSetup bool) *appsv1.Deploym
 	env := []corev1.EnvVar{
 		{Name: "HOME", Value: HomeDir},
 		{Name: "TMPDIR", Value: "/tmp"},
+		// The root file system is read-only and HOME is not a volume, so
+		// ~/.cache cannot be created there: OpenClaw stages its state
+		// database's snapshots (and caches compiled plugins) under
+		// XDG_CACHE_HOME, and a gateway without one exits at start
+		// ("Unable to create fallback OpenClaw temp dir"). The emptyDir
+		// at /tmp holds it; a cache need not survive the Pod.
+		{Name: "XDG_CACHE_HOME", Value: "/tmp/.cache"},
 		{Name: "OPENCLAW_STATE_DIR", Value: StateDir},
 		{Name: "OPENCLAW_CONFIG_PATH", Value: ConfigPath},
 		{Name: "OPENCLAW_WORKSPACE_DIR", Value: WorkspaceDir},

@@ -448,6 +448,24 @@ func TestRenderDeployment(t *testing.T) {
 		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 
+	// OpenClaw writes below XDG_CACHE_HOME at start; with a read-only root
+	// it must be on a volume every container mounts.
+	for _, c := range append(slices.Clone(spec.InitContainers[1:]), spec.Containers...) {
+		var cache string
+		for _, e := range c.Env {
+			if e.Name == "XDG_CACHE_HOME" {
+				cache = e.Value
+			}
+		}
+		onVolume := false
+		for _, m := range c.VolumeMounts {
+			onVolume = onVolume || (!m.ReadOnly && strings.HasPrefix(cache, m.MountPath+"/"))
+		}
+		if !onVolume {
+			t.Errorf("container %s: XDG_CACHE_HOME %q is not on a writable volume", c.Name, cache)
+		}
+	}
+
 	// The payload reaches the Pod only as a mounted file.
 	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
 		text := strings.Join(append(slices.Clone(c.Command), c.Args...), " ")
