@@ -63,6 +63,9 @@ log() { echo "images.sh: $*" >&2; }
 
 [ "$(id -u)" = 0 ] || die "needs root (file ownership in the images, and the Docker engine)"
 mkdir -p "$OUT" "$CACHE/debs"
+# One build at a time per output directory (they share the work directory and the tarballs).
+exec 9>"$OUT/.lock"
+flock -w 900 9 || die "timed out waiting for another images.sh writing to $OUT"
 WORK=$OUT/.work
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -135,7 +138,7 @@ debs() {
 		fi
 		DEB_FILES+=("$file")
 		DEB_VERSIONS+=("$pkg=$ver")
-		[ "$pkg" = ca-certificates ] && CA_DEB=$file
+		if [ "$pkg" = ca-certificates ]; then CA_DEB=$file; fi
 	done
 }
 

@@ -10,24 +10,33 @@
 #   3. install the agent runtime (scripts/install-runtime.sh: Node 24 + OpenClaw 2026.9.6 from npm into
 #      $HOME/.cache/occ/runtime; nothing when installed) and export OCC_OPENCLAW_RUNTIME, which the
 #      tests that run real OpenClaw gateways use;
-#   4. build the Kubernetes test binaries (scripts/testenv/k8s-build.sh: kube-apiserver, etcd, kubectl,
+#   4. build the container images (scripts/images.sh, also `make images`: bin/images/occ.tar and
+#      gateway.tar, from Debian packages, npm and this checkout; nothing when their inputs did not
+#      change) with the test Docker engine (scripts/testenv/docker.sh start: Debian's docker.io,
+#      installed when missing, without a bridge; idempotent: a running engine is reused) and export
+#      OCC_TEST_IMAGES_DIR and DOCKER_HOST, which the image tests (internal/images) use;
+#   5. build the Kubernetes test binaries (scripts/testenv/k8s-build.sh: kube-apiserver, etcd, kubectl,
 #      kube-controller-manager, kube-scheduler, kwok, envoy-gateway, egctl from Go modules into
 #      $HOME/.cache/occ/k8s-bin; about 8 minutes cold on 2 cores, nothing when already built), start the
 #      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
 #      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
 #      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");
-#   5. compile every test binary, then go test -race -count=1 in steps: the packages without
+#   6. compile every test binary, then go test -race -count=1 in steps: the packages without
 #      gateways together, then each package that starts real gateways alone, the Kubernetes
 #      packages last, every one with an explicit -timeout (see below).
 #
-# It leaves PostgreSQL and the Kubernetes environment running for the next run
-# (`scripts/testenv/postgres.sh stop` and `scripts/testenv/k8s.sh stop` stop them).
+# It leaves PostgreSQL, the Docker engine and the Kubernetes environment running for the next run
+# (`scripts/testenv/postgres.sh stop`, `scripts/testenv/docker.sh stop` and `scripts/testenv/k8s.sh stop`
+# stop them).
 #
 # Environment:
 #   OCC_TEST_POSTGRES_URL  use this database server instead of starting one
 #   OCC_OPENCLAW_RUNTIME   use this installed runtime instead of running scripts/install-runtime.sh
 #   OCC_TEST_CHROMIUM      use this Chromium for the Console's browser tests instead of scripts/testenv/chromium.sh
 #   OCC_TEST_AXE           use this axe.min.js instead of scripts/testenv/axe.sh
+#   DOCKER_HOST            build and test the images with this Docker engine instead of starting one
+#   OCC_TEST_IMAGES        1 (default) builds the images and starts the Docker engine, 0 skips that (the
+#                          image tests then skip, or fail under CI=true)
 #   OCC_TEST_KUBECONFIG    use this Kubernetes test environment instead of starting one (then also set
 #                          OCC_TEST_EGCTL and OCC_TEST_KUBECTL, as `scripts/testenv/k8s.sh env` does)
 #   OCC_TEST_KUBERNETES    1 (default) builds and starts the Kubernetes environment, 0 skips that (the
@@ -108,6 +117,37 @@ echo "OCC_TEST_CHROMIUM=$OCC_TEST_CHROMIUM"
 echo "OCC_TEST_AXE=$OCC_TEST_AXE"
 done_step
 
+case "${OCC_TEST_IMAGES:-1}" in
+1)
+	step "Container images (scripts/images.sh) and the Docker engine (scripts/testenv/docker.sh)"
+	if [ -z "${DOCKER_HOST:-}" ]; then
+		# docker.sh prints DOCKER_HOST on its last line of standard output (progress goes to stderr).
+		DOCKER_HOST=$(bash scripts/testenv/docker.sh start | tail -n 1)
+		case "$DOCKER_HOST" in
+		unix://*) ;;
+		*)
+			echo "test.sh: scripts/testenv/docker.sh start printed no DOCKER_HOST: '$DOCKER_HOST'" >&2
+			exit 1
+			;;
+		esac
+		export DOCKER_HOST
+	else
+		echo "using DOCKER_HOST from the environment"
+	fi
+	# images.sh prints the tarball directory on its last line.
+	OCC_TEST_IMAGES_DIR=$(bash scripts/images.sh | tail -n 1)
+	export OCC_TEST_IMAGES_DIR
+	echo "DOCKER_HOST=$DOCKER_HOST"
+	echo "OCC_TEST_IMAGES_DIR=$OCC_TEST_IMAGES_DIR"
+	done_step
+	;;
+0) echo "==> Container images: skipped (OCC_TEST_IMAGES=0)" ;;
+*)
+	echo "test.sh: OCC_TEST_IMAGES must be 0 or 1, got '${OCC_TEST_IMAGES}'" >&2
+	exit 1
+	;;
+esac
+
 case "${OCC_TEST_KUBERNETES:-1}" in
 1)
 	if [ -n "${OCC_TEST_KUBECONFIG:-}" ]; then
@@ -186,10 +226,12 @@ heavy=(
 	"./internal/setuprunner 15m"
 	"./internal/clie2e 15m"
 	"./internal/console 10m"
+	"./internal/images 10m"
 )
 kube=(
 	"./internal/testenv/kube 10m"
 	"./internal/compute/kube 30m"
+	"./internal/routingops 20m"
 )
 light_timeout=10m
 
