@@ -40,7 +40,7 @@ test:
 
 # The Kubernetes test packages; a pattern whose directory does not exist (yet) is left out, because
 # `go test` fails on a pattern that matches nothing.
-KUBE_TEST_PKGS := ./internal/testenv/kube/... ./internal/compute/kube/...
+KUBE_TEST_PKGS := ./internal/testenv/kube/... ./internal/compute/kube/... ./internal/routingops/...
 
 ## test-kubernetes: build and start the Kubernetes test environment (scripts/testenv/k8s.sh), run only its tests
 test-kubernetes:

@@ -66,6 +66,9 @@ type ProxyOptions struct {
 	// CertHosts are the SANs of the proxy's certificate; default
 	// 127.0.0.1 and localhost.
 	CertHosts []string
+	// MoreRoutes are further "<namespace>/<agent>" routes to the same
+	// upstream, as one installation's Envoy serves every Agent's route.
+	MoreRoutes []string
 }
 
 // NewProxy starts a proxy for the test; it is closed when the test ends.
@@ -132,7 +135,14 @@ func NewProxy(t testing.TB, opts ProxyOptions) *Proxy {
 		// goroutine after the test ended would panic.
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	route := "/namespaces/" + opts.Namespace + "/agents/" + opts.Agent
+	routes := map[string]bool{"/namespaces/" + opts.Namespace + "/agents/" + opts.Agent: true}
+	for _, r := range opts.MoreRoutes {
+		ns, agent, ok := strings.Cut(r, "/")
+		if !ok {
+			t.Fatalf("gwtest: route %q is not <namespace>/<agent>", r)
+		}
+		routes["/namespaces/"+ns+"/agents/"+agent] = true
+	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get(agentgw.HeaderAPIKey)
 		want := *p.key.Load()
@@ -141,7 +151,7 @@ func NewProxy(t testing.TB, opts ProxyOptions) *Proxy {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path != route || r.URL.RawQuery != "" {
+		if !routes[r.URL.Path] || r.URL.RawQuery != "" {
 			p.refused.Add(1)
 			http.NotFound(w, r)
 			return
