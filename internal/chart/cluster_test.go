@@ -310,8 +310,9 @@ func installChart(t *testing.T, o installOptions) *installation {
 	ctx := testCtx(t, 6*time.Minute)
 	in := &installation{env: env, namespace: env.NewNamespace(t), release: testkube.RandomName("rel")}
 	in.fullname = in.release + "-occ" // the release name holds no "occ" (hex digits have no o)
-	args := []string{"--namespace", in.namespace, "--kube-version", kubeVersion}
+	var files, args []string
 	for _, f := range o.values {
+		files = append(files, valuesFile(f))
 		args = append(args, "--values", valuesFile(f))
 	}
 	sets := slices.Clone(o.sets)
@@ -323,10 +324,6 @@ func installChart(t *testing.T, o installOptions) *installation {
 	// The configuration the chart renders tells whether routing is on and
 	// every name derived from the release (the same function the driver
 	// runs, which TestNamesAgree checks).
-	files := make([]string, len(o.values))
-	for i, f := range o.values {
-		files[i] = valuesFile(f)
-	}
 	out, err := renderAs(t, in.release, in.namespace, files, append(slices.Clone(sets), "gatewayRouting.gatewayClassName=any")...)
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +378,8 @@ func installChart(t *testing.T, o installOptions) *installation {
 		}
 	})
 	start := time.Now()
-	installArgs := append([]string{"install", in.release, chartDir, "--kubeconfig", env.Kubeconfig, "--wait", "--timeout", "4m"}, args...)
+	installArgs := append([]string{"install", in.release, chartDir, "--namespace", in.namespace,
+		"--kubeconfig", env.Kubeconfig, "--wait", "--timeout", "4m"}, args...)
 	if _, err := testkube.RunHelm(t, ctx, append(installArgs, setArgs(sets)...)...); err != nil {
 		t.Fatalf("helm install: %v\nrelease namespace:\n%s", err, describe(ctx, env, in.namespace))
 	}
@@ -462,10 +460,13 @@ func TestInstall(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("ServiceAccounts (-want +got):\n%s", diff)
 		}
+		// hook-succeeded: helm deletes the Job once it completed.
 		var job batchv1.Job
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: in.fullname + "-migrate"}, &job)
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("the migration hook is still there after a successful install: %v", err)
+		if err == nil && job.DeletionTimestamp == nil {
+			t.Errorf("the migration hook Job is still there after a successful install: %+v", job.Status)
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
 		}
 	})
 
@@ -996,7 +997,7 @@ func TestDeployWithWorkerToken(t *testing.T) {
 	}
 	keyFile := writeFile(t, dir, "gateway-api-key", in.key)
 	caFile := writeFile(t, dir, "gateway-ca.crt", root.Data[corev1.TLSCertKey])
-	password := hex.EncodeToString(serviceKey(t)[:16])
+	password := string(serviceKey(t)[:32])
 	passwordFile := writeFile(t, dir, "admin-password", []byte(password))
 
 	origin := "http://" + freeAddr(t)
@@ -1072,8 +1073,18 @@ func TestDeployWithWorkerToken(t *testing.T) {
 	start = time.Now()
 	deployCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	var lastWhy string
 	d, err := c.WaitForDeployment(deployCtx, ns.ID, ag.ID, rev.ID, time.Second, func(d apitypes.Deployment) {
-		t.Logf("deployment %s: %s after %v", d.ID, d.Status, time.Since(start).Round(time.Millisecond))
+		// The pending reasons say what the worker waits for (kwok's
+		// staged Pod start, the PVC binding); each is logged once.
+		why := string(d.Status)
+		if p := d.Progress; p != nil && p.LastAttempt != nil {
+			why = p.LastAttempt.Code + ": " + p.LastAttempt.Message
+		}
+		if why != lastWhy {
+			t.Logf("deployment %s after %v: %s", d.ID, time.Since(start).Round(time.Millisecond), why)
+			lastWhy = why
+		}
 	})
 	if err != nil || d.Status != apitypes.DeploymentSucceeded {
 		t.Fatalf("WaitForDeployment = %+v (error %+v), %v\nserver:\n%s\nworker:\n%s\ntenant namespace:\n%s",
@@ -1138,7 +1149,7 @@ func TestDeployWithWorkerToken(t *testing.T) {
 			out := p.output()
 			for what, secret := range map[string]string{
 				"the service key": string(in.key), "the worker token": worker.token, "the API token": api.token,
-				"the administrator password": password, "the database URL": dbURL,
+				"the administrator password": password,
 			} {
 				if strings.Contains(out, secret) {
 					t.Errorf("occ %s's output holds %s", p.name, what)
