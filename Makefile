@@ -40,13 +40,16 @@ test:
 
 # The Kubernetes test packages; a pattern whose directory does not exist (yet) is left out, because
 # `go test` fails on a pattern that matches nothing.
-KUBE_TEST_PKGS := ./internal/testenv/kube/... ./internal/compute/kube/... ./internal/routingops/...
+KUBE_TEST_PKGS := ./internal/testenv/kube/... ./internal/compute/kube/... ./internal/routingops/... ./internal/chart/...
 
 ## test-kubernetes: build and start the Kubernetes test environment (scripts/testenv/k8s.sh), run only its tests
 test-kubernetes:
 	bash scripts/testenv/k8s-build.sh >/dev/null
 	bash scripts/testenv/k8s.sh start
 	eval "$$(bash scripts/testenv/k8s.sh env)"; \
+	if [ -z "$${OCC_TEST_POSTGRES_URL:-}" ]; then \
+		OCC_TEST_POSTGRES_URL=$$(bash scripts/testenv/postgres.sh start | tail -n 1); export OCC_TEST_POSTGRES_URL; \
+	fi; \
 	pkgs=(); for p in $(KUBE_TEST_PKGS); do if [ -d "$${p%/...}" ]; then pkgs+=("$$p"); fi; done; \
 	echo "go test -count=1 -p 1 -timeout 30m $${pkgs[*]}"; \
 	$(GO) test -count=1 -p 1 -timeout 30m "$${pkgs[@]}"

@@ -38,7 +38,7 @@
 #   OCC_TEST_IMAGES        1 (default) builds the images and starts the Docker engine, 0 skips that (the
 #                          image tests then skip, or fail under CI=true)
 #   OCC_TEST_KUBECONFIG    use this Kubernetes test environment instead of starting one (then also set
-#                          OCC_TEST_EGCTL and OCC_TEST_KUBECTL, as `scripts/testenv/k8s.sh env` does)
+#                          OCC_TEST_EGCTL, OCC_TEST_KUBECTL and OCC_TEST_HELM, as `scripts/testenv/k8s.sh env` does)
 #   OCC_TEST_KUBERNETES    1 (default) builds and starts the Kubernetes environment, 0 skips that (the
 #                          Kubernetes tests then skip, or fail under CI=true)
 #   OCC_TEST_RACE          1 (default) runs the tests under the race detector, 0 without
@@ -232,6 +232,7 @@ kube=(
 	"./internal/testenv/kube 10m"
 	"./internal/compute/kube 30m"
 	"./internal/routingops 20m"
+	"./internal/chart 10m"
 )
 light_timeout=10m
 
