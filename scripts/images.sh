@@ -118,13 +118,15 @@ no_shell() {
 # DEB_VERSIONS and CA_DEB.
 debs() {
 	DEB_FILES=() DEB_VERSIONS=()
-	local pkg ver file tmp
-	if ! apt-cache show --no-all-versions "${DEBIAN_PACKAGES[0]}" >/dev/null 2>&1; then
+	local pkg ver file tmp records
+	# One apt-cache call for all packages: each takes a second or more to load the package lists.
+	if ! records=$(apt-cache show --no-all-versions "${DEBIAN_PACKAGES[@]}" 2>/dev/null); then
 		log "no apt package lists; running apt-get update"
 		apt-get update >/dev/null
+		records=$(apt-cache show --no-all-versions "${DEBIAN_PACKAGES[@]}")
 	fi
 	for pkg in "${DEBIAN_PACKAGES[@]}"; do
-		ver=$(apt-cache show --no-all-versions "$pkg" | sed -n 's/^Version: //p' | head -n 1)
+		ver=$(printf '%s\n' "$records" | awk -v p="$pkg" '$1 == "Package:" { cur = $2 } $1 == "Version:" && cur == p { print $2; exit }')
 		[ -n "$ver" ] || die "apt knows no version of $pkg"
 		file=$(find "$CACHE/debs" -name "${pkg}_${ver//:/%3a}_*.deb" -print -quit)
 		if [ -z "$file" ]; then
