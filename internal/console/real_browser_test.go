@@ -19,8 +19,9 @@ import (
 // background. In the browser: sign in, create a Namespace and a
 // Configuration, create an Agent with four edited files (one empty),
 // deploy it and watch it succeed, then read its files back in the editor,
-// save one, reload it, and discard a second change. This package starts at
-// most this one gateway.
+// save one, reload it, discard a second change, and resolve a 412 that the
+// real gateway's compare-and-swap answers after a write through the API.
+// This package starts at most this one gateway.
 func TestConsoleRealGateway(t *testing.T) {
 	chromium(t)
 	rt, err := gwtest.FindRuntime()
@@ -77,7 +78,27 @@ func TestConsoleRealGateway(t *testing.T) {
 	b.page("file-real")
 	var got struct{ Content string }
 	admin := s.signIn(adminEmail, adminPassword)
-	if code, _ := s.api("GET", "/namespaces/"+ns+"/agents/"+agent+"/workspace/files/USER.md", nil, admin, nil, &got); code != 200 || got.Content != "Saved from the Console editor.\n" {
+	filePath := "/namespaces/" + ns + "/agents/" + agent + "/workspace/files/USER.md"
+	if code, _ := s.api("GET", filePath, nil, admin, nil, &got); code != 200 || got.Content != "Saved from the Console editor.\n" {
 		t.Errorf("USER.md through the API = %d %q", code, got.Content)
+	}
+
+	// A 412 from the real gateway's compare-and-swap: someone writes
+	// through the API after the page loaded; the page shows both versions
+	// and saves the user's against the new hash.
+	b.openEditor(ns, agent, "USER.md")
+	if code, _ := s.api("PUT", filePath, map[string]string{"content": "theirs, through the API\n"}, admin, nil, nil); code != 200 {
+		t.Fatalf("PUT through the API: %d", code)
+	}
+	b.setValue("#editor", "mine, from the Console\n")
+	b.click("#save")
+	b.waitJS(30*time.Second, `!document.querySelector("#conflict").hidden`, "the conflict view")
+	if th, yo := b.value("#theirs"), b.value("#yours"); th != "theirs, through the API\n" || yo != "mine, from the Console\n" {
+		t.Errorf("conflict view on the real gateway: theirs %q, yours %q", th, yo)
+	}
+	b.click("#take-yours")
+	b.waitJS(30*time.Second, `document.querySelector("#status").textContent === "Saved."`, "saving mine against the new hash")
+	if code, _ := s.api("GET", filePath, nil, admin, nil, &got); code != 200 || got.Content != "mine, from the Console\n" {
+		t.Errorf("USER.md after resolving the conflict = %d %q; want the Console's version", code, got.Content)
 	}
 }
