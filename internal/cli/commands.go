@@ -14,7 +14,10 @@ import (
 
 func newServerCmd(d deps) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "server",
+		Use: "server",
+		Example: `  occ server                                   # the embedded default: SQLite in ./.occ, 127.0.0.1:8080
+  occ server --config /etc/occ/occ.yaml        # production settings from a file
+  OCC_DATABASE_URL=postgres://occ@db/occ occ server --embedded-worker=false`,
 		Short: "Run the OCC HTTP API until SIGTERM or Ctrl-C",
 		Long: `Run the OCC HTTP API until SIGTERM or Ctrl-C.
 
@@ -47,7 +50,9 @@ stops it at once.`,
 
 func newWorkerCmd(d deps) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "worker",
+		Use: "worker",
+		Example: `  occ worker --config /etc/occ/occ.yaml
+  OCC_DATABASE_URL=postgres://occ@db/occ occ worker`,
 		Short: "Run only the deployment worker until SIGTERM or Ctrl-C",
 		Long: `Run only the deployment worker until SIGTERM or Ctrl-C.
 
@@ -75,7 +80,9 @@ lease, and an Agent's work runs one item at a time, in order.`,
 
 func newMigrateCmd(d deps) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "migrate",
+		Use: "migrate",
+		Example: `  OCC_DATABASE_URL=postgres://occ@db/occ occ migrate
+  occ migrate --data-dir ./.occ`,
 		Short: "Apply database migrations and exit",
 		Long: `Apply the database migrations that the binary carries and exit.
 
@@ -112,9 +119,10 @@ as a Kubernetes Job before a rollout). It reads the same configuration as
 
 func newVersionCmd(d deps) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version, commit and Go version of this binary",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Example: `  occ version`,
+		Short:   "Print the version, commit and Go version of this binary",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, err := fmt.Fprintf(d.stdout, "occ %s\ncommit: %s\ngo: %s\n",
 				buildinfo.Version, buildinfo.Commit, buildinfo.GoVersion())

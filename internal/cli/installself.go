@@ -18,8 +18,9 @@ const installedMode = 0o555
 func newInstallSelfCmd(d deps) *cobra.Command {
 	var to string
 	cmd := &cobra.Command{
-		Use:   "install-self --to PATH",
-		Short: "Copy this occ binary to PATH, atomically",
+		Use:     "install-self --to PATH",
+		Example: `  occ install-self --to /opt/occ/bin/occ`,
+		Short:   "Copy this occ binary to PATH, atomically",
 		Long: `Copy the running occ binary to PATH, atomically: a temporary file in
 PATH's directory is written, synced, made mode 0555 and renamed over PATH.
 PATH's directory must exist.

@@ -50,7 +50,9 @@ type workspaceSetupFlags struct {
 func newWorkspaceSetupCmd(d deps) *cobra.Command {
 	var f workspaceSetupFlags
 	cmd := &cobra.Command{
-		Use:   "workspace-setup",
+		Use: "workspace-setup",
+		Example: `  occ workspace-setup --payload /run/occ/workspace-setup/payload.json --workspace /home/node/.openclaw/workspace
+  occ workspace-setup --verify --payload identity.json --workspace ws --exec -- node /app/openclaw.mjs gateway run`,
 		Short: "Apply or verify an Agent's initial workspace files where its workspace lives",
 		Long: `Apply an Agent's initial workspace files to its workspace, once, or verify
 that a completed setup's marker is in place (--verify).
