@@ -41,10 +41,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -218,44 +216,6 @@ func (ca *testCA) leafSecret(t *testing.T, namespace, name, host string) *corev1
 	return tlsSecret(namespace, name, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM(t, key), ca.certPEM)
 }
 
-// newStorage creates a StorageClass without a provisioner and n
-// PersistentVolumes of it, so that claims bind (the environment has no
-// volume provisioner) and their Pods schedule; all deleted when the test
-// ends.
-func newStorage(t *testing.T, env *testkube.Cluster, n int) string {
-	t.Helper()
-	ctx := testCtx(t, time.Minute)
-	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: testkube.RandomName("occt-sc")},
-		Provisioner:       "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimRetain),
-	}
-	if err := env.Client.Create(ctx, sc); err != nil {
-		t.Fatalf("create StorageClass: %v", err)
-	}
-	t.Cleanup(func() { deleteObject(t, env, sc) })
-	for range n {
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: testkube.RandomName("occt-pv")},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				StorageClassName:              sc.Name,
-				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
-					Path: "/var/lib/occ-test/" + sc.Name, // kwok never mounts it
-				}},
-			},
-		}
-		if err := env.Client.Create(ctx, pv); err != nil {
-			t.Fatalf("create PersistentVolume: %v", err)
-		}
-		t.Cleanup(func() { deleteObject(t, env, pv) })
-	}
-	return sc.Name
-}
-
 // deleteObject deletes obj when a test ends; absence is fine.
 func deleteObject(t *testing.T, env *testkube.Cluster, obj client.Object) {
 	t.Helper()
@@ -317,7 +277,7 @@ func installChart(t *testing.T, o installOptions) *installation {
 	}
 	sets := slices.Clone(o.sets)
 	if o.volumes > 0 {
-		in.storageClass = newStorage(t, env, o.volumes)
+		in.storageClass = env.NewStorage(t, o.volumes)
 		sets = append(sets, o.storageSet+"="+in.storageClass)
 	}
 

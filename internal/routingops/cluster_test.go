@@ -23,12 +23,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
@@ -84,7 +81,7 @@ func newWorld(t *testing.T, volumes int) *world {
 	if err := os.Mkdir(w.clientHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w.storage = newStorage(t, env, volumes)
+	w.storage = env.NewStorage(t, volumes)
 	w.apiKey = []byte(randomHex(t, 32))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,38 +116,6 @@ func deleteObj(t *testing.T, env *kubeenv.Cluster, obj client.Object) {
 	if err := env.Client.Delete(cleanupCtx(t), obj); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("delete %T %s: %v", obj, obj.GetName(), err)
 	}
-}
-
-// newStorage: a StorageClass without provisioner and n PVs of it, so the
-// Agents' PVCs bind (the environment has no provisioner).
-func newStorage(t *testing.T, env *kubeenv.Cluster, n int) string {
-	ctx := testCtx(t, time.Minute)
-	sc := &storagev1.StorageClass{
-		ObjectMeta:  metav1.ObjectMeta{Name: kubeenv.RandomName("occt-sc")},
-		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-		ReclaimPolicy: ptr.To(corev1.PersistentVolumeReclaimRetain),
-	}
-	if err := env.Client.Create(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { deleteObj(t, env, sc) })
-	for range n {
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: kubeenv.RandomName("occt-pv")},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				StorageClassName:              sc.Name,
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/occ-test/" + sc.Name}},
-			},
-		}
-		if err := env.Client.Create(ctx, pv); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { deleteObj(t, env, pv) })
-	}
-	return sc.Name
 }
 
 // driverSection is the drivers.compute.kubernetes section; routed adds

@@ -127,7 +127,7 @@ func TestApplyEveryObject(t *testing.T) {
 func TestDeployLifecycle(t *testing.T) {
 	env := kubeenv.Env(t)
 	ctx := testCtx(t, 5*time.Minute)
-	sc := newStorage(t, env, 1)
+	sc := env.NewStorage(t, 1)
 	in := newInstallation(t, env, sc, true)
 	d := newDriver(t, env, in.cfg)
 	f := newFixture()

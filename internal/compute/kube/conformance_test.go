@@ -45,7 +45,7 @@ func TestConformanceOnKwok(t *testing.T) {
 	env := kubeenv.Env(t)
 	// One volume per Agent that is prepared: three running cases and three
 	// that prepare once (retained volumes are not reused), and spares.
-	sc := newStorage(t, env, 8)
+	sc := env.NewStorage(t, 8)
 	in := newInstallation(t, env, sc, false)
 	computetest.Run(t, computetest.Harness{
 		New: func(t *testing.T) compute.Driver {

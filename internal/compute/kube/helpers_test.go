@@ -12,12 +12,9 @@ import (
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -209,44 +206,6 @@ func deleteCluster(t *testing.T, env *kubeenv.Cluster, obj client.Object) {
 	if err := env.Client.Delete(cleanupCtx(t), obj); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("delete %T %s: %v", obj, obj.GetName(), err)
 	}
-}
-
-// newStorage creates a StorageClass without a provisioner and n
-// PersistentVolumes of it, so that the Agents' PVCs bind (the environment
-// has no volume provisioner) and their Pods schedule. They are deleted
-// when the test ends.
-func newStorage(t *testing.T, env *kubeenv.Cluster, n int) string {
-	t.Helper()
-	ctx := testCtx(t, time.Minute)
-	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: kubeenv.RandomName("occt-sc")},
-		Provisioner:       "kubernetes.io/no-provisioner",
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
-		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimRetain),
-	}
-	if err := env.Client.Create(ctx, sc); err != nil {
-		t.Fatalf("create StorageClass: %v", err)
-	}
-	t.Cleanup(func() { deleteCluster(t, env, sc) })
-	for range n {
-		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: kubeenv.RandomName("occt-pv")},
-			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				StorageClassName:              sc.Name,
-				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
-					Path: "/var/lib/occ-test/" + sc.Name, // kwok never mounts it
-				}},
-			},
-		}
-		if err := env.Client.Create(ctx, pv); err != nil {
-			t.Fatalf("create PersistentVolume: %v", err)
-		}
-		t.Cleanup(func() { deleteCluster(t, env, pv) })
-	}
-	return sc.Name
 }
 
 // fixture is one OCC Namespace and Agent with fresh ids.

@@ -73,7 +73,7 @@ func versions(t *testing.T, ctx context.Context, env *kubeenv.Cluster, tenant st
 func TestReconcileNamespaceEnablesRouting(t *testing.T) {
 	env := kubeenv.Env(t)
 	ctx := testCtx(t, 5*time.Minute)
-	sc := newStorage(t, env, 1)
+	sc := env.NewStorage(t, 1)
 	in := newInstallation(t, env, sc, true)
 	off := newDriver(t, env, unroutedConfig(in.cfg))
 	on := newDriver(t, env, in.cfg)

@@ -37,7 +37,7 @@ const (
 // the still-pending setup) must not bring the bytes back.
 func TestActivationLeavesNoSetupBytes(t *testing.T) {
 	env := kubeenv.Env(t)
-	sc := newStorage(t, env, 2)
+	sc := env.NewStorage(t, 2)
 	in := newInstallation(t, env, sc, false)
 	for _, tc := range []struct {
 		name string

@@ -19,7 +19,9 @@ import (
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +29,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -318,4 +321,48 @@ func Objects(manifest []byte) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
+}
+
+// NewStorage creates a StorageClass without a provisioner and n
+// PersistentVolumes of it, so that claims bind (the environment has no
+// volume provisioner) and their Pods schedule; it returns the class's name
+// and deletes all of it when the test ends. kwok never mounts the volumes.
+func (c *Cluster) NewStorage(t testing.TB, n int) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: RandomName("occt-sc")},
+		Provisioner:       "kubernetes.io/no-provisioner",
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimRetain),
+	}
+	objs := []client.Object{sc}
+	for range n {
+		objs = append(objs, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: RandomName("occt-pv")},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				StorageClassName:              sc.Name,
+				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: "/var/lib/occ-test/" + sc.Name,
+				}},
+			},
+		})
+	}
+	for _, obj := range objs {
+		if err := c.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("kube: create %T %s: %v", obj, obj.GetName(), err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := c.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("kube: delete %T %s: %v", obj, obj.GetName(), err)
+			}
+		})
+	}
+	return sc.Name
 }
