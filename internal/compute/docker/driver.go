@@ -1,0 +1,634 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/workspace"
+)
+
+// ID is the driver id recorded in each revision.
+const ID = DriverName
+
+// PendingReason is the code PrepareRevision answers while the gateway is
+// starting or restarting.
+const PendingReason = "AGENT_GATEWAY_UNAVAILABLE"
+
+// Defaults of zero Options fields.
+const (
+	DefaultSetupTimeout = 3 * time.Minute
+	DefaultStopGrace    = 10 * time.Second
+	// DefaultRestartLimit is how many restarts of a gateway container that
+	// never became ready make its revision fail permanently.
+	DefaultRestartLimit = 5
+)
+
+// Options configure a Driver.
+type Options struct {
+	// Config is the drivers.compute.docker section (defaulted here).
+	Config Config
+	// DataDir holds the Agents' host directories (DataDir/docker/...).
+	// Required.
+	DataDir string
+	// SetupTimeout bounds one one-shot container (setup, occ copy).
+	SetupTimeout time.Duration
+	// StopGrace is how long a gateway gets after SIGTERM.
+	StopGrace time.Duration
+	// RestartLimit: see DefaultRestartLimit.
+	RestartLimit int
+	// Labels are added to every object (tests mark theirs with it).
+	Labels map[string]string
+	// Logger receives the driver's lines (no secrets, no content).
+	Logger *slog.Logger
+}
+
+// Driver is the Docker Compute driver; safe for concurrent use.
+type Driver struct {
+	o    Options
+	c    *client.Client
+	log  *slog.Logger
+	root string // DataDir/docker
+	http *http.Client
+
+	mu     sync.Mutex
+	locks  map[string]chan struct{} // per Agent
+	portMu sync.Mutex
+}
+
+var (
+	_ compute.Driver    = (*Driver)(nil)
+	_ compute.Recoverer = (*Driver)(nil)
+	_ compute.Closer    = (*Driver)(nil)
+)
+
+// New returns a driver for the daemon opts.Config.Host names (DOCKER_HOST
+// or the local socket when empty). It makes no call to the daemon.
+func New(opts Options) (*Driver, error) {
+	if opts.DataDir == "" {
+		return nil, errors.New("docker: DataDir is required")
+	}
+	opts.Config = opts.Config.WithDefaults()
+	if err := opts.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	if opts.SetupTimeout <= 0 {
+		opts.SetupTimeout = DefaultSetupTimeout
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.RestartLimit <= 0 {
+		opts.RestartLimit = DefaultRestartLimit
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	root, err := filepath.Abs(filepath.Join(opts.DataDir, "docker"))
+	if err != nil {
+		return nil, fmt.Errorf("docker: DataDir: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("docker: create %s: %w", root, err)
+	}
+	copts := []client.Opt{client.FromEnv}
+	if h := opts.Config.Host; h != "" {
+		copts = append(copts, client.WithHost(h))
+	}
+	c, err := client.New(copts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker: client: %w", err)
+	}
+	return &Driver{
+		o: opts, c: c, log: opts.Logger.With("driver", ID), root: root,
+		http: &http.Client{
+			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+			Timeout:   2 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		locks: map[string]chan struct{}{},
+	}, nil
+}
+
+// ID returns "docker".
+func (d *Driver) ID() string { return ID }
+
+// Capabilities: workspace setup in a one-shot container, live files over
+// the loopback endpoint.
+func (d *Driver) Capabilities() compute.Capabilities {
+	return compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}
+}
+
+// Close releases the engine client; the containers keep running.
+func (d *Driver) Close() { _ = d.c.Close() }
+
+// EnsureNamespace does nothing: a Namespace needs nothing on the engine.
+func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("docker: ensure namespace: %w", err)
+	}
+	return nil
+}
+
+// DeleteNamespace does nothing, like EnsureNamespace.
+func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("docker: delete namespace: %w", err)
+	}
+	return nil
+}
+
+// ---- names ----
+
+func volumeName(agentID, what string) string { return "occ-" + hash(agentID) + "-" + what }
+func configVolume(agentID, revID string) string {
+	return "occ-" + hash(agentID) + "-" + hash(revID) + "-config"
+}
+func gatewayName(agentID, revID string) string { return "occ-" + hash(agentID) + "-" + hash(revID) }
+
+func (d *Driver) host(agentID string) hostDir { return hostDir{filepath.Join(d.root, hash(agentID))} }
+
+// lock takes the Agent's lock until ctx ends.
+func (d *Driver) lock(ctx context.Context, agentID string) (func(), error) {
+	d.mu.Lock()
+	l := d.locks[agentID]
+	if l == nil {
+		l = make(chan struct{}, 1)
+		d.locks[agentID] = l
+	}
+	d.mu.Unlock()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func checkRevision(rev compute.Revision) error {
+	if rev.ID == "" || rev.AgentID == "" {
+		return compute.Permanent(compute.CodeRuntimeFailed, errors.New("docker: revision without id or agent id"))
+	}
+	return nil
+}
+
+func refusal(msg string) error { return compute.Refusal(compute.CodeRuntimeFailed, msg) }
+
+func setupFailed(msg string) error { return compute.Refusal(compute.CodeWorkspaceSetupFailed, msg) }
+
+// ---- PrepareRevision ----
+
+// PrepareRevision brings rev's gateway container up and answers Ready
+// once it serves /readyz on the Agent's loopback port. While rev's
+// container exists it only reports (or, when it was stopped, starts) it;
+// otherwise it stops the Agent's other gateway, makes the volumes, runs
+// the workspace setup (or its verification) in a one-shot container, and
+// creates and starts the container. Failures: see the package
+// documentation.
+func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
+	if err := ctx.Err(); err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("docker: prepare: %w", err)
+	}
+	if err := checkRevision(rev); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	unlock, err := d.lock(ctx, rev.AgentID)
+	if err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("docker: prepare: %w", err)
+	}
+	defer unlock()
+	res, err := d.prepare(ctx, rev, rc)
+	if p, ok := compute.AsPermanent(err); ok {
+		d.log.Warn("docker: prepare failed permanently", "agent", rev.AgentID, "revision", rev.ID, "code", p.Code, "error", err)
+	}
+	return res, err
+}
+
+func (d *Driver) prepare(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
+	h := d.host(rev.AgentID)
+	if serving, n := h.serving(); serving != "" && serving != rev.ID && n > rev.Number {
+		return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
+			fmt.Errorf("docker: revision #%d is older than the serving revision #%d", rev.Number, n))
+	}
+	// Render first: a conflicting configuration is refused before
+	// anything is touched.
+	if _, err := renderConfig(rev, "0", 1); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if err := h.ensure(rev.AgentID, rev.NamespaceID); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	token, err := h.token()
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	d.portMu.Lock()
+	port, err := h.allocatePort(d.root, d.o.Config.Ports.Low, d.o.Config.Ports.High)
+	d.portMu.Unlock()
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+
+	existing, err := d.containers(ctx, agentFilter(rev.AgentID, roleGateway, rev.ID))
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if len(existing) > 0 {
+		return d.report(ctx, rev, existing[0].ID, port, true)
+	}
+
+	// One gateway per Agent: the new revision replaces the running one.
+	if err := d.stopGateways(ctx, rev.AgentID, ""); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	identity, err := d.ensureStorage(ctx, rev, rc.WorkspaceSetup)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if err := d.setup(ctx, rev, rc.WorkspaceSetup, identity); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	cfg, err := renderConfig(rev, token, port)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	id, err := d.createGateway(ctx, rev, port, cfg, identity)
+	if err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if _, err := d.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("docker: start gateway of revision %s: %w", rev.ID, err)
+	}
+	d.log.Info("docker: gateway container started", "agent", rev.AgentID, "revision", rev.ID, "port", port)
+	return compute.PrepareResult{PendingReason: PendingReason, Message: "the gateway container is starting"}, nil
+}
+
+// report answers rev's readiness from its container; with start it starts
+// a container that is not running and will not be restarted by its
+// policy (stopped by StopRevision), after stopping the Agent's others.
+func (d *Driver) report(ctx context.Context, rev compute.Revision, id string, port int, start bool) (compute.PrepareResult, error) {
+	res, err := d.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("docker: inspect gateway of revision %s: %w", rev.ID, err)
+	}
+	st := res.Container.State
+	switch {
+	case st == nil:
+		return pending("the gateway container has no state yet"), nil
+	case st.Running && !st.Restarting:
+		if d.ready(ctx, port) {
+			return compute.PrepareResult{Ready: true}, nil
+		}
+		if res.Container.RestartCount >= d.o.RestartLimit {
+			return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
+				fmt.Errorf("docker: the gateway of revision %s restarted %d times without becoming ready", rev.ID, res.Container.RestartCount))
+		}
+		return pending("the gateway is starting"), nil
+	case st.ExitCode == exitConfigRefuse && res.Container.RestartCount >= 1:
+		return compute.PrepareResult{}, compute.Permanent(compute.CodeConfigurationInvalid,
+			fmt.Errorf("docker: the gateway of revision %s refused its configuration (exit status %d)", rev.ID, st.ExitCode))
+	case res.Container.RestartCount >= d.o.RestartLimit:
+		return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
+			fmt.Errorf("docker: the gateway of revision %s exited %d times (last status %d)", rev.ID, res.Container.RestartCount, st.ExitCode))
+	case st.Restarting:
+		return pending("the gateway container is restarting"), nil
+	case !start:
+		return pending("the gateway container is not running"), nil
+	}
+	// Stopped (by StopRevision, or an exit the policy does not restart):
+	// start it again, alone.
+	if err := d.stopGateways(ctx, rev.AgentID, id); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if _, err := d.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return compute.PrepareResult{}, fmt.Errorf("docker: start gateway of revision %s: %w", rev.ID, err)
+	}
+	return pending("the gateway container is starting again"), nil
+}
+
+func pending(msg string) compute.PrepareResult {
+	return compute.PrepareResult{PendingReason: PendingReason, Message: msg}
+}
+
+// ready reports whether the gateway answers GET /readyz with 200.
+func (d *Driver) ready(ctx context.Context, port int) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(port)+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// stopGateways stops every running gateway container of the Agent except
+// keep.
+func (d *Driver) stopGateways(ctx context.Context, agentID, keep string) error {
+	cs, err := d.containers(ctx, agentFilter(agentID, roleGateway, ""))
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.ID == keep || (c.State != container.StateRunning && c.State != container.StateRestarting) {
+			continue
+		}
+		if err := d.stopContainer(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureStorage makes the Agent's state and workspace volumes and
+// returns the setup identity to verify (the delivered one, else the one
+// persisted by an earlier setup, else nil). The workspace volume is not
+// recreated once a setup completed: an empty workspace must not start.
+func (d *Driver) ensureStorage(ctx context.Context, rev compute.Revision, ws *compute.WorkspaceSetup) (*workspace.Setup, error) {
+	h := d.host(rev.AgentID)
+	persisted, err := h.identity()
+	if err != nil {
+		return nil, err
+	}
+	var identity *workspace.Setup
+	switch {
+	case ws != nil:
+		if ws.AgentID != rev.AgentID || ws.NamespaceID != rev.NamespaceID {
+			return nil, compute.Permanent(compute.CodeWorkspaceSetupFailed,
+				fmt.Errorf("docker: setup %s does not belong to agent %s", ws.ID, rev.AgentID))
+		}
+		id := ws.WithoutFiles()
+		id.Completed = true
+		identity = &id
+	case persisted != nil:
+		identity = persisted
+	}
+	initialized := persisted != nil || (ws != nil && ws.Completed)
+	for _, v := range []struct{ name, role string }{
+		{volumeName(rev.AgentID, "state"), roleState},
+		{volumeName(rev.AgentID, "workspace"), roleWorkspace},
+	} {
+		err := d.ensureVolume(ctx, v.name, d.labels(rev.NamespaceID, rev.AgentID, v.role, ""), !initialized)
+		if errors.Is(err, errMissing) {
+			return nil, setupFailed(fmt.Sprintf("Initialized workspace storage is missing: Docker volume %s of this Agent "+
+				"is gone after its workspace setup completed; restore it (the Agent will not start over an empty workspace)", v.name))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return identity, nil
+}
+
+// setup runs `occ workspace-setup` in a one-shot container when there is
+// a setup: with a pending one it applies the files (a retry after the
+// marker was written changes nothing), with a completed identity it only
+// verifies the marker. It also sets the volumes' roots to uid 1000, mode
+// 0700, which a container without a setup needs as well (done then by
+// the archive copied into the gateway's own one-shot).
+func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.WorkspaceSetup, identity *workspace.Setup) error {
+	if identity == nil {
+		return d.chownVolumes(ctx, rev)
+	}
+	if err := d.installOCC(ctx, rev); err != nil {
+		return err
+	}
+	payload := *identity
+	if ws != nil && !ws.Completed {
+		payload = *ws
+	}
+	p, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("docker: encode the workspace setup: %w", err)
+	}
+	files, err := archive(append(volumeRoots(),
+		tarEntry{name: "run/occ/", dir: true, mode: 0o755},
+		tarEntry{name: "run/occ/setup/", dir: true, mode: 0o700, uid: runtimeUID},
+		tarEntry{name: "run/occ/setup/payload.json", mode: 0o600, uid: runtimeUID, data: p},
+	)...)
+	if err != nil {
+		return fmt.Errorf("docker: archive the workspace setup: %w", err)
+	}
+	hc := d.hardened("none", []mount.Mount{
+		volumeMount(volumeName(rev.AgentID, "state"), stateDir, false),
+		volumeMount(volumeName(rev.AgentID, "workspace"), workspaceDir, false),
+		volumeMount(volumeName(rev.AgentID, "occ"), occBinDir, true),
+	})
+	// Nothing of the run is kept: occ prints only a fixed line.
+	hc.LogConfig = container.LogConfig{Type: "none"}
+	code, err := d.runOnce(ctx, oneShot{
+		name: "occ-" + hash(rev.AgentID) + "-setup",
+		create: client.ContainerCreateOptions{
+			Config: &container.Config{
+				Image:      d.o.Config.GatewayImage,
+				User:       fmt.Sprintf("%d:%d", runtimeUID, runtimeUID),
+				Entrypoint: []string{occBin},
+				Cmd: []string{"workspace-setup", "--payload", payloadPath, "--workspace", workspaceDir,
+					"--node", nodePath, "--openclaw", openclawPath, "--state-dir", stateDir},
+				Env:        baseEnv(),
+				WorkingDir: homeDir,
+				Labels:     d.labels(rev.NamespaceID, rev.AgentID, roleSetup, ""),
+			},
+			HostConfig: hc,
+		},
+		files: files,
+	}, d.o.SetupTimeout)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		what := "verification"
+		if payload.Files != nil {
+			what = "delivery"
+		}
+		return setupFailed(fmt.Sprintf("Workspace setup %s failed in container occ-%s-setup (exit status %d): "+
+			"the workspace holds files that differ from the submission or a marker of another setup", what, hash(rev.AgentID), code))
+	}
+	if err := d.host(rev.AgentID).writeIdentity(*identity); err != nil {
+		return err
+	}
+	d.log.Info("docker: workspace setup applied or verified", "agent", rev.AgentID, "setup", identity.ID)
+	return nil
+}
+
+// volumeRoots are the archive entries that make the state and workspace
+// volumes' roots uid 1000, mode 0700 (the engine creates them root-owned).
+func volumeRoots() []tarEntry {
+	return []tarEntry{
+		{name: "home/node/.openclaw/", dir: true, mode: 0o700, uid: runtimeUID},
+		{name: "home/node/.openclaw/workspace/", dir: true, mode: 0o700, uid: runtimeUID},
+	}
+}
+
+// chownVolumes sets the volume roots' owner without a setup: a container
+// that is created, given the archive and removed, never started.
+func (d *Driver) chownVolumes(ctx context.Context, rev compute.Revision) error {
+	files, err := archive(volumeRoots()...)
+	if err != nil {
+		return err
+	}
+	name := "occ-" + hash(rev.AgentID) + "-setup"
+	labels := d.labels(rev.NamespaceID, rev.AgentID, roleSetup, "")
+	if err := d.clearLeftover(ctx, name, labels); err != nil {
+		return err
+	}
+	hc := d.hardened("none", []mount.Mount{
+		volumeMount(volumeName(rev.AgentID, "state"), stateDir, false),
+		volumeMount(volumeName(rev.AgentID, "workspace"), workspaceDir, false),
+	})
+	created, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       name,
+		Config:     &container.Config{Image: d.o.Config.GatewayImage, User: "1000:1000", Labels: labels},
+		HostConfig: hc,
+	})
+	if err != nil {
+		return fmt.Errorf("docker: create container %s: %w", name, err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = d.removeContainer(rctx, created.ID)
+	}()
+	if _, err := d.c.CopyToContainer(ctx, created.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: bytesReader(files)}); err != nil {
+		return fmt.Errorf("docker: set the owner of the Agent's volumes: %w", err)
+	}
+	return nil
+}
+
+// installOCC copies occ from the OCC image into the Agent's occ volume
+// (`occ install-self`), so the setup runner and the verifier run the
+// image's occ. It runs before each new gateway container, so the volume
+// follows the image.
+func (d *Driver) installOCC(ctx context.Context, rev compute.Revision) error {
+	name := volumeName(rev.AgentID, "occ")
+	if err := d.ensureVolume(ctx, name, d.labels(rev.NamespaceID, rev.AgentID, roleOCC, ""), true); err != nil {
+		return err
+	}
+	hc := d.hardened("none", []mount.Mount{volumeMount(name, occBinDir, false)})
+	hc.ReadonlyRootfs = true
+	hc.LogConfig = container.LogConfig{Type: "none"}
+	code, err := d.runOnce(ctx, oneShot{
+		name: "occ-" + hash(rev.AgentID) + "-install",
+		create: client.ContainerCreateOptions{
+			Config: &container.Config{
+				Image: d.o.Config.OCCImage,
+				// The volume's root is root's; uid 0 without capabilities
+				// can write there and nowhere else.
+				User:       "0:0",
+				Entrypoint: []string{occImageBinary},
+				Cmd:        []string{"install-self", "--to", occBin},
+				Labels:     d.labels(rev.NamespaceID, rev.AgentID, roleInstall, ""),
+			},
+			HostConfig: hc,
+		},
+	}, d.o.SetupTimeout)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return refusal(fmt.Sprintf("occ install-self failed in image %s (exit status %d)", d.o.Config.OCCImage, code))
+	}
+	return nil
+}
+
+// baseEnv is the environment of the gateway image's processes: fixed,
+// with no secret and no content.
+func baseEnv() []string {
+	return []string{
+		"HOME=" + homeDir,
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"TMPDIR=/tmp",
+		// The root file system is read-only: OpenClaw's cache goes to the
+		// tmpfs.
+		"XDG_CACHE_HOME=/tmp/.cache",
+		"OPENCLAW_STATE_DIR=" + stateDir,
+		"OPENCLAW_WORKSPACE_DIR=" + workspaceDir,
+		"OPENCLAW_NO_AUTO_UPDATE=1",
+		"OPENCLAW_DISABLE_BONJOUR=1",
+		"OPENCLAW_SKIP_CHANNELS=1",
+		"OPENCLAW_OFFLINE=1",
+	}
+}
+
+// createGateway creates rev's gateway container and its configuration
+// volume, and copies the configuration (and the setup identity) in as
+// 0600 files of uid 1000. The container is not started.
+func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port int, cfg []byte, identity *workspace.Setup) (string, error) {
+	cv := configVolume(rev.AgentID, rev.ID)
+	if err := d.ensureVolume(ctx, cv, d.labels(rev.NamespaceID, rev.AgentID, roleConfig, rev.ID), true); err != nil {
+		return "", err
+	}
+	entries := []tarEntry{{name: "openclaw.json", mode: 0o600, uid: runtimeUID, data: cfg}}
+	gatewayCmd := []string{nodePath, openclawPath, "gateway", "run", "--port", strconv.Itoa(port)}
+	cmd := gatewayCmd
+	mounts := []mount.Mount{
+		volumeMount(volumeName(rev.AgentID, "state"), stateDir, false),
+		volumeMount(volumeName(rev.AgentID, "workspace"), workspaceDir, false),
+		// Read-write only so the archive API can write it before the start.
+		volumeMount(cv, configDir, false),
+		{Type: mount.TypeTmpfs, Target: "/tmp", TmpfsOptions: &mount.TmpfsOptions{
+			SizeBytes: int64(d.o.Config.TmpMiB) << 20, Mode: 0o1777}},
+	}
+	if identity != nil {
+		id, err := json.Marshal(identity.WithoutFiles())
+		if err != nil {
+			return "", err
+		}
+		entries = append(entries, tarEntry{name: "identity.json", mode: 0o600, uid: runtimeUID, data: id})
+		cmd = append([]string{occBin, "workspace-setup", "--verify", "--payload", identityPath,
+			"--workspace", workspaceDir, "--exec", "--"}, gatewayCmd...)
+		mounts = append(mounts, volumeMount(volumeName(rev.AgentID, "occ"), occBinDir, true))
+	}
+	labels := d.labels(rev.NamespaceID, rev.AgentID, roleGateway, rev.ID)
+	labels[LabelRevisionNumber] = strconv.FormatInt(rev.Number, 10)
+	hc := d.hardened("host", mounts)
+	hc.ReadonlyRootfs = true
+	hc.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyOnFailure}
+	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "5m", "max-file": "2"}}
+	env := append(baseEnv(), "OPENCLAW_CONFIG_PATH="+configPath, "OPENCLAW_NO_RESPAWN=1")
+	created, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: gatewayName(rev.AgentID, rev.ID),
+		Config: &container.Config{
+			Image:      d.o.Config.GatewayImage,
+			User:       fmt.Sprintf("%d:%d", runtimeUID, runtimeUID),
+			Entrypoint: cmd,
+			Env:        env,
+			WorkingDir: homeDir,
+			Labels:     labels,
+			StopSignal: "SIGTERM",
+		},
+		HostConfig: hc,
+	})
+	if err != nil {
+		return "", fmt.Errorf("docker: create gateway of revision %s: %w", rev.ID, err)
+	}
+	files, err := archive(entries...)
+	if err == nil {
+		_, err = d.c.CopyToContainer(ctx, created.ID, client.CopyToContainerOptions{DestinationPath: configDir, Content: bytesReader(files)})
+	}
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = d.removeContainer(rctx, created.ID)
+		return "", fmt.Errorf("docker: write the configuration of revision %s: %w", rev.ID, err)
+	}
+	return created.ID, nil
+}
