@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/docker"
 	"github.com/openclaw/occ/internal/compute/kube"
 	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 	"github.com/openclaw/occ/internal/compute/local"
@@ -81,6 +82,24 @@ var entries = []Entry{
 		},
 		Open: func(_ context.Context, d Deps, settings any) (compute.Driver, error) {
 			drv, err := kube.NewFromKubeconfig(settings.(kubecfg.Config), kube.Options{Logger: d.Logger})
+			if err != nil {
+				return nil, err
+			}
+			return drv, nil
+		},
+	},
+	{
+		Name:    docker.DriverName,
+		Summary: "a gateway container per Agent on this host's Docker engine, configured in drivers.compute.docker",
+		Doc:     "compute-docker.md",
+		Section: func(s *config.Section) (any, error) {
+			return docker.FromSection(s)
+		},
+		Open: func(_ context.Context, d Deps, settings any) (compute.Driver, error) {
+			// The section is optional: without one, the defaults (the
+			// engine DOCKER_HOST or the local socket names).
+			cfg, _ := settings.(docker.Config)
+			drv, err := docker.New(docker.Options{Config: cfg, DataDir: d.Config.DataDir, Logger: d.Logger})
 			if err != nil {
 				return nil, err
 			}

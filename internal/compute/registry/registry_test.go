@@ -67,14 +67,14 @@ func TestTable(t *testing.T) {
 		}
 	}
 	// The order is the default first, then what --help and messages list.
-	if diff := cmp.Diff([]string{"local", "kubernetes", "none"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"local", "kubernetes", "docker", "none"}, got); diff != "" {
 		t.Errorf("entries mismatch (-want +got):\n%s", diff)
 	}
 	if d, ok := Lookup(""); !ok || d.Name != "local" {
 		t.Errorf(`Lookup("") = %q, %v; want the default, local`, d.Name, ok)
 	}
-	if _, ok := Lookup("docker"); ok {
-		t.Error(`Lookup("docker") found an entry`)
+	if _, ok := Lookup("podman"); ok {
+		t.Error(`Lookup("podman") found an entry`)
 	}
 	cfg := ConfigTable()
 	if len(cfg) != len(got) || cfg.Default() != "local" {
@@ -238,8 +238,8 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "unknown driver",
-			env:  map[string]string{"OCC_COMPUTE_DRIVER": "docker"},
-			want: `compute driver "docker" is not one of local, kubernetes, none`,
+			env:  map[string]string{"OCC_COMPUTE_DRIVER": "podman"},
+			want: `compute driver "podman" is not one of local, kubernetes, docker, none`,
 		},
 		{
 			name: "validation errors are prefixed with the section",
@@ -317,8 +317,8 @@ func TestOpen(t *testing.T) {
 		},
 		{
 			name:   "unknown driver in a Config built in code",
-			change: func(c *config.Config) { c.ComputeDriver = "docker" },
-			want:   `compute driver "docker" is not one of local, kubernetes, none`,
+			change: func(c *config.Config) { c.ComputeDriver = "podman" },
+			want:   `compute driver "podman" is not one of local, kubernetes, docker, none`,
 		},
 		{
 			name: "kubernetes section missing in a Config built in code",
