@@ -23,13 +23,25 @@ import (
 // and their ratio, at concurrency 1 and 16. Each sub-benchmark runs b.N
 // operations of each kind, so every loop is bounded by the bench time.
 //
+// BenchmarkWorkspaceFiles runs it on the local driver's gateway process,
+// BenchmarkWorkspaceFilesDocker on the Docker driver's gateway container.
+//
 //	go test ./internal/server -run '^$' -bench WorkspaceFiles -benchtime 200x
 func BenchmarkWorkspaceFiles(b *testing.B) {
 	le := newLocalEnv(b)
+	benchWorkspaceFiles(b, le.deployEnv, le.driver)
+}
+
+func BenchmarkWorkspaceFilesDocker(b *testing.B) {
+	de := newDockerEnv(b)
+	benchWorkspaceFiles(b, de.deployEnv, de.driver)
+}
+
+func benchWorkspaceFiles(b *testing.B, le *deployEnv, driver compute.Driver) {
 	agent := le.createAgent("bench", nil)
 	le.deployed(agent)
 	srv := httpTestServer(b, le.srv.Handler())
-	gw, err := le.driver.Endpoint(context.Background(), revisionFor(b, le, agent))
+	gw, err := driver.Endpoint(context.Background(), revisionFor(b, le, agent))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +156,7 @@ func pct(sorted []float64, p int) float64 {
 	return sorted[max(0, min(i-1, len(sorted)-1))]
 }
 
-func revisionFor(b testing.TB, le *localEnv, agent string) compute.Revision {
+func revisionFor(b testing.TB, le *deployEnv, agent string) compute.Revision {
 	b.Helper()
 	var a struct {
 		ActiveRevisionID string `json:"activeRevisionId"`

@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/local"
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/server"
@@ -58,6 +59,16 @@ func newLocalEnv(t testing.TB) *localEnv {
 		defer cancel()
 		_ = d.Shutdown(ctx)
 	})
+	de := newRealEnv(t, st, d)
+	return &localEnv{deployEnv: de, st: st, driver: d, dataDir: dataDir}
+}
+
+// newRealEnv runs the server and its worker (in the background, on the
+// real clock, with the real gateway client) over driver d, with a ready
+// Namespace and a Configuration: what every real-driver end-to-end test
+// starts from.
+func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
+	t.Helper()
 	e := newEnvWith(t, st, server.Options{Driver: d, Files: agentgw.New(agentgw.Options{}), Now: time.Now,
 		Worker: worker.Options{Poll: 100 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,20 +76,32 @@ func newLocalEnv(t testing.TB) *localEnv {
 	go func() { defer close(done); _ = e.srv.Worker.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	le := &localEnv{deployEnv: &deployEnv{env: e}, st: st, driver: d, dataDir: dataDir}
+	de := &deployEnv{env: e}
 	var ns idOnly
-	e.must("POST", "/namespaces", map[string]string{"name": "local"}, e.admin, 201, &ns)
-	le.ns = ns.ID
-	le.waitFor(30*time.Second, func() bool {
+	e.must("POST", "/namespaces", map[string]string{"name": "real"}, e.admin, 201, &ns)
+	de.ns = ns.ID
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		var got struct{ Status string }
 		e.must("GET", "/namespaces/"+ns.ID, nil, e.admin, 200, &got)
 		return got.Status == "ready"
-	})
+	}, "the Namespace becomes ready")
 	var c idOnly
 	e.must("POST", "/namespaces/"+ns.ID+"/configurations", map[string]any{"name": "base", "kind": "agent",
 		"document": map[string]any{"agents": map[string]any{"defaults": map[string]any{}}}}, e.admin, 201, &c)
-	le.cfg = c.ID
-	return le
+	de.cfg = c.ID
+	return de
+}
+
+// deployed deploys the Agent and waits (3 min at most) until the
+// deployment succeeded; it returns the revision.
+func (e *deployEnv) deployed(agent string) string {
+	e.t.Helper()
+	rev := e.deploy(agent)
+	testutil.Eventually(e.t, 3*time.Minute, e.finished(agent, rev), "the deployment finishes")
+	if d := e.deployment(agent, rev); d.Status != "succeeded" {
+		e.t.Fatalf("deployment %s = %+v; want succeeded", rev, d)
+	}
+	return rev
 }
 
 // waitFor waits until cond holds, at most d.
@@ -108,16 +131,6 @@ var guardedRoot = sync.OnceValues(func() (string, error) { return gwtest.Guarded
 func (le *localEnv) agentDir(agentID string) string {
 	sum := sha256.Sum256([]byte(agentID))
 	return filepath.Join(le.dataDir, "agents", hex.EncodeToString(sum[:])[:12])
-}
-
-func (le *localEnv) deployed(agent string) string {
-	le.t.Helper()
-	rev := le.deploy(agent)
-	le.waitFor(3*time.Minute, le.finished(agent, rev))
-	if d := le.deployment(agent, rev); d.Status != "succeeded" {
-		le.t.Fatalf("deployment %s = %+v; want succeeded", rev, d)
-	}
-	return rev
 }
 
 // procLeaks reports processes whose command line or environment holds
@@ -230,8 +243,8 @@ func TestEmbeddedDefaultEndToEnd(t *testing.T) {
 		t.Errorf("GET USER.md after redeploy = %q, want %q", got.Content, edited)
 	}
 
-	t.Run("files", func(t *testing.T) { liveFileCases(t, le, agent) })
-	t.Run("permissions", func(t *testing.T) { liveFilePermissions(t, le, agent) })
+	t.Run("files", func(t *testing.T) { liveFileCases(t, le.deployEnv, ws, agent) })
+	t.Run("permissions", func(t *testing.T) { liveFilePermissions(t, le.deployEnv, agent) })
 
 	// Delete: the worker retires the gateway and removes the Agent's storage.
 	le.must("DELETE", "/namespaces/"+le.ns+"/agents/"+agent, nil, le.admin, 202, nil)
@@ -244,10 +257,10 @@ func TestEmbeddedDefaultEndToEnd(t *testing.T) {
 	}
 }
 
-// liveFileCases runs the workspace file rules against the real gateway.
-func liveFileCases(t *testing.T, le *localEnv, agent string) {
-	fe := &filesEnv{deployEnv: le.deployEnv, agent: agent, base: "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/"}
-	ws := filepath.Join(le.agentDir(agent), "workspace")
+// liveFileCases runs the workspace file rules against the real gateway
+// of any driver; ws is the Agent's workspace directory on this host.
+func liveFileCases(t *testing.T, le *deployEnv, ws, agent string) {
+	fe := &filesEnv{deployEnv: le, agent: agent, base: "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/"}
 	for _, name := range workspace.Names {
 		content := "written through OCC: " + name
 		rec, env := fe.put(name, `{"content":"`+content+`"}`, nil)
@@ -300,7 +313,7 @@ func liveFileCases(t *testing.T, le *localEnv, agent string) {
 }
 
 // liveFilePermissions: each permission case against the real gateway.
-func liveFilePermissions(t *testing.T, le *localEnv, agent string) {
+func liveFilePermissions(t *testing.T, le *deployEnv, agent string) {
 	base := "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/AGENTS.md"
 	_, nobody := le.user("nobody@example.com", "")
 	_, viewer := le.user("viewer@example.com", authz.RoleViewerID)

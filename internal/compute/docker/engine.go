@@ -288,3 +288,9 @@ func (d *Driver) hardened(network string, mounts []mount.Mount) *container.HostC
 func volumeMount(name, target string, readOnly bool) mount.Mount {
 	return mount.Mount{Type: mount.TypeVolume, Source: name, Target: target, ReadOnly: readOnly}
 }
+
+// RoleGateway is LabelRole's value on gateway containers.
+const RoleGateway = roleGateway
+
+// WorkspaceVolume names the Agent's workspace volume.
+func WorkspaceVolume(agentID string) string { return volumeName(agentID, "workspace") }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,13 +41,58 @@ func acquireGateway(t testing.TB) {
 	t.Cleanup(func() { <-gatewaySlot })
 }
 
+// guardEnv makes the test binary act as the guard of its parent: it
+// waits until its standard input (a pipe from the parent) closes, however
+// the parent ended (go test -timeout, SIGKILL), then removes the parent's
+// containers and volumes. Gateway containers restart on failure and do
+// not die with the binary, so nothing else would.
+const guardEnv = "OCC_DOCKER_TEST_GUARD"
+
 func TestMain(m *testing.M) {
+	if o := os.Getenv(guardEnv); o != "" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		testOwner = o
+		_ = removeTestObjects()
+		os.Exit(0)
+	}
+	if os.Getenv("DOCKER_HOST") != "" {
+		if err := startGuard(); err != nil {
+			fmt.Fprintln(os.Stderr, "docker: starting the guard:", err)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	if err := removeTestObjects(); err != nil {
 		fmt.Fprintln(os.Stderr, "docker: cleanup:", err)
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// guardPipe is the write end of the guard's standard input, never written
+// nor closed: the kernel closes it when this process ends. It must stay
+// referenced, or the garbage collector would close it early.
+var guardPipe *os.File
+
+func startGuard() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), guardEnv+"="+testOwner)
+	cmd.Stdin = r
+	// Its own process group: a Ctrl-C of the test does not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return err
+	}
+	r.Close()
+	guardPipe = w
+	go func() { _ = cmd.Wait() }()
+	return nil
 }
 
 // removeTestObjects removes the containers and volumes of this binary;
