@@ -222,6 +222,7 @@ heavy=(
 	"./internal/agentgw 15m"
 	"./internal/agentgw/gwtest 10m"
 	"./internal/compute/local 30m"
+	"./internal/compute/docker 30m"
 	"./internal/server 30m"
 	"./internal/setuprunner 15m"
 	"./internal/clie2e 15m"
