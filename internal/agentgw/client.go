@@ -16,6 +16,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw/occ/internal/buildinfo"
 	"github.com/openclaw/occ/internal/digest"
@@ -50,7 +54,23 @@ type Options struct {
 	// file name, outcome reason and duration; never a credential, a URL
 	// query or file content. nil discards.
 	Logger *slog.Logger
+	// Observer, when set, is told of every operation (metrics); nil
+	// observes nothing.
+	Observer Observer
 }
+
+// Observer receives one call per operation: operation "get" or "set",
+// transport "direct" or "routed", outcome "ok" (a missing file is ok),
+// "unavailable", "conflict" or "outcome_unknown", and the duration. Every
+// value comes from a fixed set, so they are safe as metric labels.
+type Observer interface {
+	GatewayOperation(operation, transport, outcome string, d time.Duration)
+}
+
+// tracer starts this package's spans. It is the global provider's: a
+// no-op until telemetry.SetupTracing installs the SDK (the global
+// delegates to the first provider set, so it may be taken at init).
+var tracer = otel.Tracer("github.com/openclaw/occ/internal/agentgw")
 
 // Client is the native gateway client. It holds no connections and no
 // credentials between operations, so it is safe for concurrent use and a
@@ -58,6 +78,7 @@ type Options struct {
 type Client struct {
 	readLimit int64
 	log       *slog.Logger
+	obs       Observer
 	version   string
 }
 
@@ -65,7 +86,7 @@ var _ FileClient = (*Client)(nil)
 
 // New returns a Client.
 func New(opts Options) *Client {
-	c := &Client{readLimit: opts.ReadLimit, log: opts.Logger, version: buildinfo.Version}
+	c := &Client{readLimit: opts.ReadLimit, log: opts.Logger, obs: opts.Observer, version: buildinfo.Version}
 	if c.readLimit <= 0 {
 		c.readLimit = DefaultReadLimit
 	}
@@ -103,27 +124,71 @@ type operation struct {
 
 func (c *Client) do(ctx context.Context, t Target, o operation) (File, error) {
 	start := time.Now()
+	op := "get"
+	if o.set {
+		op = "set"
+	}
+	transport := transportLabel(t.Transport)
+	// The span carries the operation, transport, outcome and reason code
+	// only: never the URL, a file path, a credential or file content.
+	ctx, span := tracer.Start(ctx, "agentgw."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("occ.gateway.operation", op), attribute.String("occ.gateway.transport", transport)))
 	f, err := c.run(ctx, t, o)
+	d := time.Since(start)
+	outcome, reason := outcomeOf(err)
+	span.SetAttributes(attribute.String("occ.gateway.outcome", outcome))
+	if err != nil {
+		span.SetAttributes(attribute.String("occ.gateway.reason", reason))
+		span.SetStatus(codes.Error, outcome)
+	}
+	span.End()
+	if c.obs != nil {
+		c.obs.GatewayOperation(op, transport, outcome, d)
+	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
-		op, name, outcome := "get", o.name, "ok"
-		if o.set {
-			op = "set"
-		}
+		name, logOutcome := o.name, "ok"
 		if !workspace.ValidName(name) {
 			name = "(invalid)" // caller input; not repeated
 		}
-		var e *Error
-		if errors.As(err, &e) {
-			outcome = e.Reason
+		if err != nil {
+			logOutcome = reason
 		}
 		c.log.LogAttrs(ctx, slog.LevelDebug, "agentgw operation",
 			slog.String("op", op),
-			slog.String("transport", string(t.Transport)),
+			slog.String("transport", transport),
 			slog.String("file", name),
-			slog.String("outcome", outcome),
-			slog.Duration("duration", time.Since(start)))
+			slog.String("outcome", logOutcome),
+			slog.Duration("duration", d))
 	}
 	return f, err
+}
+
+// outcomeOf names an operation's result for metrics and spans (one of a
+// fixed set) and gives the error's content-free reason code.
+func outcomeOf(err error) (outcome, reason string) {
+	if err == nil {
+		return "ok", ""
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		return "unavailable", "error"
+	}
+	switch e.Kind {
+	case OutcomeUnknown:
+		return "outcome_unknown", e.Reason
+	case Conflict:
+		return "conflict", e.Reason
+	}
+	return "unavailable", e.Reason
+}
+
+// transportLabel bounds the transport label to the two transports.
+func transportLabel(t Transport) string {
+	switch t {
+	case Direct, Routed:
+		return string(t)
+	}
+	return "invalid"
 }
 
 func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {

@@ -50,7 +50,19 @@ type Recorder struct {
 	now       func() time.Time
 	requestID func(context.Context) string
 	logger    *slog.Logger
+	failures  FailureObserver
 }
+
+// FailureObserver is told of every audit event the store refused to
+// write, by event kind (metrics). Kinds are the store's fixed AuditKind
+// values.
+type FailureObserver interface {
+	AuditWriteFailed(kind string)
+}
+
+// ObserveFailures sets the failure observer. Call it before the Recorder
+// is used; it is not synchronised with Record.
+func (r *Recorder) ObserveFailures(o FailureObserver) { r.failures = o }
 
 // NewRecorder returns a Recorder writing through s (the authorizing
 // store). requestID extracts the request id from a context; it may be nil.
@@ -100,7 +112,11 @@ func (r *Recorder) Record(ctx context.Context, st store.Store, e store.AuditEven
 	if st == nil {
 		st = r.store
 	}
-	return st.AppendAuditEvent(authz.WithSubject(ctx, authz.SystemSubject(authz.SystemAudit)), e)
+	err := st.AppendAuditEvent(authz.WithSubject(ctx, authz.SystemSubject(authz.SystemAudit)), e)
+	if err != nil && r.failures != nil {
+		r.failures.AuditWriteFailed(string(e.Kind))
+	}
+	return err
 }
 
 // Mutation records a successful change by the subject in ctx, inside the

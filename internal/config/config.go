@@ -86,6 +86,11 @@ type Config struct {
 	// own process (the default). Production installations that run
 	// "occ worker" separately turn it off on the API replicas.
 	EmbeddedWorker bool
+	// MetricsListen is the host:port of the separate listener serving
+	// Prometheus metrics and pprof; empty (the default) serves neither.
+	// It is never the API listener: metrics and profiles are for the
+	// operator's network, not for API clients.
+	MetricsListen string
 }
 
 // Defaults. The data directory is relative to the working directory until
@@ -185,6 +190,13 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 		add(fmt.Errorf("log format %q is not one of text, json", c.LogFormat))
 	}
 	errs = append(errs, c.computeErrors(drivers)...)
+	if c.MetricsListen != "" {
+		if err := validateListen(c.MetricsListen); err != nil {
+			add(fmt.Errorf("metrics %w", err))
+		} else if c.MetricsListen == c.Listen {
+			add(fmt.Errorf("metrics listen address %q must differ from the API listen address", c.MetricsListen))
+		}
+	}
 	if c.WorkspaceFileTimeout <= 0 {
 		add(fmt.Errorf("workspace file timeout must be positive, got %s", c.WorkspaceFileTimeout))
 	}

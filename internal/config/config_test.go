@@ -74,6 +74,8 @@ workspaceFiles:
   timeout: 10s
 worker:
   embedded: false
+metrics:
+  listen: 127.0.0.1:9464
 `
 
 func fullFileConfig() Config {
@@ -95,6 +97,7 @@ func fullFileConfig() Config {
 		GatewayCAFile:              "/etc/openclaw/gateway-ca/ca.crt",
 		WorkspaceFileTimeout:       10 * time.Second,
 		EmbeddedWorker:             false,
+		MetricsListen:              "127.0.0.1:9464",
 	}
 }
 
@@ -290,6 +293,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"gateway-ca-file":               "/etc/occ/ca.pem",
 		"workspace-file-timeout":        "5s",
 		"embedded-worker":               "false",
+		"metrics-listen":                "127.0.0.1:9464",
 	}
 	for _, o := range options {
 		t.Run(o.flag, func(t *testing.T) {
@@ -437,6 +441,9 @@ func TestValidate(t *testing.T) {
 		{"trusted proxies", func(c *Config) { c.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.10/32", "fd00::/8"} }, ""},
 		{"postgres URL", func(c *Config) { c.DatabaseURL = "postgres://occ:secret@127.0.0.1:5432/occ?sslmode=disable" }, ""},
 
+		{"metrics listener", func(c *Config) { c.MetricsListen = "127.0.0.1:9464" }, ""},
+		{"metrics listener without port", func(c *Config) { c.MetricsListen = "localhost" }, `metrics listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
+		{"metrics listener on the API address", func(c *Config) { c.MetricsListen = c.Listen }, `metrics listen address "127.0.0.1:8080" must differ from the API listen address`},
 		{"empty data dir", func(c *Config) { c.DataDir = " " }, "data dir must not be empty"},
 		{"listen without port", func(c *Config) { c.Listen = "localhost" }, `listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
 		{"listen port name", func(c *Config) { c.Listen = "127.0.0.1:http" }, `listen address "127.0.0.1:http": port "http" is not a number from 0 to 65535`},

@@ -127,6 +127,11 @@ var options = []option{
 		usage: "occ server only: run the deployment worker in the server process; false when \"occ worker\" runs separately",
 		set:   func(c *Config, s string) error { return setBool(&c.EmbeddedWorker, s) },
 	},
+	{
+		flag: "metrics-listen", env: "OCC_METRICS_LISTEN", yaml: "metrics.listen", typ: "host:port",
+		usage: "address of a separate listener for Prometheus metrics and pprof; empty means none",
+		set:   func(c *Config, s string) error { c.MetricsListen = s; return nil },
+	},
 }
 
 // setBool accepts true/false (any case), as in YAML and Kubernetes
@@ -306,6 +311,11 @@ type fileConfig struct {
 	Gateway         fileGateway        `yaml:"gateway"`
 	WorkspaceFiles  fileWorkspaceFiles `yaml:"workspaceFiles"`
 	Worker          fileWorker         `yaml:"worker"`
+	Metrics         fileMetrics        `yaml:"metrics"`
+}
+
+type fileMetrics struct {
+	Listen string `yaml:"listen"`
 }
 
 type fileWorker struct {
@@ -354,6 +364,7 @@ var sectionOf = map[string]string{
 	"config.fileGateway":        "gateway.",
 	"config.fileWorkspaceFiles": "workspaceFiles.",
 	"config.fileWorker":         "worker.",
+	"config.fileMetrics":        "metrics.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
@@ -398,6 +409,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		Gateway:         fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile},
 		WorkspaceFiles:  fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
 		Worker:          fileWorker{Embedded: c.EmbeddedWorker},
+		Metrics:         fileMetrics{Listen: c.MetricsListen},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -451,6 +463,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		GatewayCAFile:              fc.Gateway.CAFile,
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
 		EmbeddedWorker:             fc.Worker.Embedded,
+		MetricsListen:              fc.Metrics.Listen,
 	}
 	return nil
 }

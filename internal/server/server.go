@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/api"
@@ -31,6 +33,7 @@ import (
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/telemetry"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -60,6 +63,13 @@ type Options struct {
 	GatewayCAFile  string
 	// FileTimeout bounds one workspace file operation (default 30 s).
 	FileTimeout time.Duration
+	// Metrics, when set, records HTTP requests, audit write failures and
+	// (unless Worker.Observer is set) the worker's events. The gateway
+	// client in Files reports to it only if it was built with it.
+	Metrics *telemetry.Metrics
+	// TracerProvider, when set, gives every request a server span; nil
+	// means no request spans (domain spans follow the global provider).
+	TracerProvider trace.TracerProvider
 }
 
 // Server is an assembled OCC API.
@@ -93,12 +103,18 @@ func New(o Options) *Server {
 	if o.Worker.Now == nil {
 		o.Worker.Now = o.Now
 	}
+	if o.Worker.Observer == nil && o.Metrics != nil {
+		o.Worker.Observer = o.Metrics
+	}
 
 	var rec *audit.Recorder
 	az := authz.Wrap(o.Store, func(ctx context.Context, s *authz.Subject, a store.Action, res authz.Resource, d authz.Decision) {
 		rec.Denial(ctx, s, a, res, d)
 	})
 	rec = audit.NewRecorder(az, o.Now, httpx.RequestIDFrom, o.Logger)
+	if o.Metrics != nil {
+		rec.ObserveFailures(o.Metrics)
+	}
 	var files occ.FileAccess
 	if o.Files != nil {
 		files = occ.FileAccess{Client: o.Files, Driver: o.Driver, Timeout: o.FileTimeout,
@@ -116,7 +132,7 @@ func New(o Options) *Server {
 		case Probe:
 			pm := httpx.NewMux()
 			pm.Handle(rt.Method+" "+rt.Path, h)
-			probes[rt.Path] = pm
+			probes[rt.Path] = telemetry.Route(pm)
 			continue
 		case Authenticated:
 			h = requireSubject(h)
@@ -134,7 +150,7 @@ func New(o Options) *Server {
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
 	}
-	admitted := adm.wrap(mux)
+	admitted := adm.wrap(telemetry.Route(mux))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := probes[r.URL.Path]; ok {
 			p.ServeHTTP(w, r)
@@ -148,8 +164,16 @@ func New(o Options) *Server {
 	base := o.Logger
 	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), base)))
+		// The request's span ids go on its logger here, so that lines
+		// logged without a context carry them too (telemetry.LogHandler
+		// adds them only to lines logged with one).
+		l := base
+		if attrs := telemetry.LogAttrs(r.Context()); attrs != nil {
+			l = l.With(attrs...)
+		}
+		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), l)))
 	})
+	h = telemetry.HTTP(o.Metrics, o.TracerProvider, h)
 	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, Worker: worker.New(az, o.Driver, o.Worker)}
 }
 
@@ -194,6 +218,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return fmt.Errorf("migrate database: %w", err)
 	}
 	ping := st.DB().PingContext
+	logger, obs, err := observe(ctx, cfg, st, logger)
+	if err != nil {
+		return err
+	}
+	defer obs.close(logger)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -209,7 +238,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	}
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
 		SessionTTL: cfg.SessionTTL, Logger: logger, Driver: driver,
-		Files:          agentgw.New(agentgw.Options{Logger: logger}),
+		Metrics: obs.metrics, TracerProvider: obs.tracer,
+		Files:          agentgw.New(agentgw.Options{Logger: logger, Observer: obs.gatewayObserver()}),
 		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
 	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{
 		AdminEmail: cfg.BootstrapAdminEmail, PasswordFile: cfg.BootstrapAdminPasswordFile, Out: os.Stdout,
@@ -280,12 +310,75 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer st.Close()
+	logger, obs, err := observe(ctx, cfg, st, logger)
+	if err != nil {
+		return err
+	}
+	defer obs.close(logger)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer stopDriver()
-	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver})
+	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver, Metrics: obs.metrics})
 	logger.Info("occ worker running", "driver", srv.opts.Driver.ID())
 	return srv.Worker.Run(ctx)
+}
+
+// observability is what observe set up for one process.
+type observability struct {
+	metrics  *telemetry.Metrics // nil: no metrics listener configured
+	listener *telemetry.Listener
+	tracer   trace.TracerProvider // nil: tracing off
+	shutdown func(context.Context) error
+}
+
+// observe sets up the process's observability from cfg and the OTEL_*
+// environment: the metrics listener (when cfg.MetricsListen is set) with
+// the database pool and queue depth collectors, the tracer provider, and a
+// logger that adds trace ids to lines logged with a traced context.
+func observe(ctx context.Context, cfg config.Config, st *sqlstore.Store, logger *slog.Logger) (*slog.Logger, *observability, error) {
+	logger = slog.New(telemetry.LogHandler(logger.Handler(), httpx.RequestIDFrom))
+	o := &observability{shutdown: func(context.Context) error { return nil }}
+	tp, shutdown, err := telemetry.SetupTracing(ctx, os.Getenv, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.tracer, o.shutdown = tp, shutdown
+	if cfg.MetricsListen != "" {
+		o.metrics = telemetry.NewMetrics()
+		o.metrics.RegisterDB(st.DB())
+		o.metrics.RegisterQueueDepth(st.QueueDepth, string(store.WorkQueued), string(store.WorkRunning))
+		ln, err := telemetry.Listen(cfg.MetricsListen, o.metrics, logger)
+		if err != nil {
+			o.close(logger)
+			return nil, nil, err
+		}
+		o.listener = ln
+	}
+	return logger, o, nil
+}
+
+// gatewayObserver is the gateway client's observer: nil (not a nil
+// *Metrics in an interface) when metrics are off.
+func (o *observability) gatewayObserver() agentgw.Observer {
+	if o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
+
+// close stops the metrics listener and flushes pending spans, each within
+// five seconds; errors are logged, as there is nothing left to fail.
+func (o *observability) close(logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if o.listener != nil {
+		if err := o.listener.Close(ctx); err != nil {
+			logger.Warn("metrics listener shutdown", "error", err)
+		}
+	}
+	if err := o.shutdown(ctx); err != nil {
+		logger.Warn("trace exporter shutdown", "error", err)
+	}
 }

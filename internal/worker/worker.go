@@ -22,6 +22,11 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/errkind"
@@ -43,7 +48,29 @@ type Options struct {
 	MaxAttempts int
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// Observer, when set, is told of claims, lease losses, retries, ends
+	// and driver calls (metrics); nil observes nothing.
+	Observer Observer
 }
+
+// Observer receives the worker's events. Every string is from a fixed
+// set (work kinds, work states, driver ids, driver call names, "pending"
+// or "error"), so they are safe as metric labels.
+type Observer interface {
+	WorkClaimed(kind string)
+	LeaseLost()
+	WorkRetried(kind, reason string)
+	WorkFinished(kind, state string)
+	// DeploymentFinished: a revision deployment ended (outcome is its
+	// final state), d after it was enqueued.
+	DeploymentFinished(driver, outcome string, d time.Duration)
+	DriverCall(driver, call, outcome string, d time.Duration)
+}
+
+// tracer starts this package's spans. It is the global provider's: a
+// no-op until telemetry.SetupTracing installs the SDK (the global
+// delegates to the first provider set, so it may be taken at init).
+var tracer = otel.Tracer("github.com/openclaw/occ/internal/worker")
 
 // Worker processes the work queue.
 type Worker struct {
@@ -111,6 +138,13 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
+	if w.o.Observer != nil {
+		w.o.Observer.WorkClaimed(item.Kind)
+	}
+	ctx, span := tracer.Start(ctx, "worker."+item.Kind, trace.WithAttributes(
+		attribute.String("occ.work.id", item.ID), attribute.String("occ.work.kind", item.Kind),
+		attribute.Int("occ.work.attempt", item.Attempts)))
+	defer span.End()
 	w.process(ctx, item)
 	return true, nil
 }
@@ -138,7 +172,10 @@ func (w *Worker) process(ctx context.Context, item store.WorkItem) {
 				return
 			case <-t.C:
 				if err := w.store.RenewWork(ctx, item.ID, item.ClaimToken, w.now().Add(w.o.Lease)); err != nil {
-					w.o.Logger.Warn("worker: lease lost", "work", item.ID, "error", err)
+					w.o.Logger.WarnContext(ctx, "worker: lease lost", "work", item.ID, "error", err)
+					if w.o.Observer != nil {
+						w.o.Observer.LeaseLost()
+					}
 					cancel()
 					return
 				}
@@ -201,6 +238,11 @@ func publicMessage(code string) string {
 // record writes the outcome: finish, or requeue with backoff.
 func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, log *slog.Logger) {
 	if out.finished {
+		// The reconcile ended the item itself: state says how, empty when
+		// it stopped without ending it (the claim was taken over).
+		if out.state != "" {
+			w.observeEnd(item, out.state, w.now())
+		}
 		return
 	}
 	now := w.now()
@@ -210,11 +252,21 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 	var err error
 	if out.state != "" {
 		err = w.store.FinishWork(ctx, item.ID, item.ClaimToken, out.state, out.code, out.message, now)
-		log.Info("worker: work finished", "state", out.state, "code", out.code)
+		log.InfoContext(ctx, "worker: work finished", "state", out.state, "code", out.code)
+		if err == nil {
+			w.observeEnd(item, out.state, now)
+		}
 	} else {
 		delay := w.backoff(item, out.pending, now)
 		if out.err != nil {
-			log.Warn("worker: attempt failed; retrying", "code", out.code, "error", out.err, "retryIn", delay)
+			log.WarnContext(ctx, "worker: attempt failed; retrying", "code", out.code, "error", out.err, "retryIn", delay)
+		}
+		if w.o.Observer != nil {
+			reason := "error"
+			if out.pending {
+				reason = "pending"
+			}
+			w.o.Observer.WorkRetried(item.Kind, reason)
 		}
 		err = w.store.RetryWork(ctx, item.ID, item.ClaimToken, now.Add(delay),
 			store.WorkAttempt{Code: out.code, Message: out.message, At: now})
@@ -223,6 +275,18 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 		// Claim lost or store down: the lease expiry hands the item to the
 		// next worker, which starts over from the current state.
 		log.Warn("worker: could not record outcome", "error", err)
+	}
+}
+
+// observeEnd reports an item's end to the observer; a revision deployment
+// also reports its duration since it was enqueued.
+func (w *Worker) observeEnd(item store.WorkItem, state store.WorkState, now time.Time) {
+	if w.o.Observer == nil {
+		return
+	}
+	w.o.Observer.WorkFinished(item.Kind, string(state))
+	if item.Kind == store.WorkRevisionDeploy && !item.CreatedAt.IsZero() {
+		w.o.Observer.DeploymentFinished(w.driver.ID(), string(state), now.Sub(item.CreatedAt))
 	}
 }
 
@@ -240,9 +304,33 @@ func (w *Worker) backoff(item store.WorkItem, pending bool, now time.Time) time.
 	return min(d, time.Minute)
 }
 
-// call bounds one driver call.
-func (w *Worker) call(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, w.o.CallTimeout)
+// call bounds one driver call and observes it: a span named after the
+// call and the driver-call metric. done must be called with the call's
+// error once it returned; it also releases the deadline. Neither the span
+// nor the metric carries the error's text: driver errors can hold paths
+// or command output.
+func (w *Worker) call(ctx context.Context, name string) (context.Context, func(error)) {
+	start := time.Now()
+	driver := w.driver.ID()
+	ctx, span := tracer.Start(ctx, "compute."+name,
+		trace.WithAttributes(attribute.String("occ.compute.driver", driver), attribute.String("occ.compute.call", name)))
+	ctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+	return ctx, func(err error) {
+		cancel()
+		result := "ok"
+		if err != nil {
+			result = "error"
+			if _, ok := compute.AsPermanent(err); ok {
+				result = "permanent"
+			}
+			span.SetStatus(codes.Error, result)
+		}
+		span.SetAttributes(attribute.String("occ.compute.outcome", result))
+		span.End()
+		if w.o.Observer != nil {
+			w.o.Observer.DriverCall(driver, name, result, time.Since(start))
+		}
+	}
 }
 
 func (w *Worker) reconcile(ctx context.Context, item store.WorkItem) outcome {
@@ -274,9 +362,9 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 	if ns.Status != store.NamespaceProvisioning {
 		return succeeded() // ready already, or being deleted: nothing to do
 	}
-	cctx, cancel := w.call(ctx)
+	cctx, done := w.call(ctx, "EnsureNamespace")
 	err = w.driver.EnsureNamespace(cctx, compute.Namespace{ID: ns.ID, Name: ns.Name})
-	cancel()
+	done(err)
 	if err != nil {
 		out := fromDriver(err, "COMPUTE_UNAVAILABLE")
 		if out.state == store.WorkFailedPermanent {
@@ -309,12 +397,14 @@ func (w *Worker) repairNamespace(ctx context.Context, item store.WorkItem) outco
 		return cancelled(errkind.CodeNamespaceNotReady, "The Namespace is not ready; it was not reconciled.")
 	}
 	cns := compute.Namespace{ID: ns.ID, Name: ns.Name}
-	cctx, cancel := w.call(ctx)
-	defer cancel()
 	if r, ok := w.driver.(compute.NamespaceReconciler); ok {
+		cctx, done := w.call(ctx, "ReconcileNamespace")
 		_, err = r.ReconcileNamespace(cctx, cns)
+		done(err)
 	} else {
+		cctx, done := w.call(ctx, "EnsureNamespace")
 		err = w.driver.EnsureNamespace(cctx, cns)
+		done(err)
 	}
 	if err != nil {
 		out := fromDriver(err, "RECONCILE_FAILED")
@@ -334,9 +424,9 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
-	cctx, cancel := w.call(ctx)
+	cctx, done := w.call(ctx, "DeleteNamespace")
 	err = w.driver.DeleteNamespace(cctx, compute.Namespace{ID: ns.ID, Name: ns.Name})
-	cancel()
+	done(err)
 	if err != nil {
 		return fromDriver(err, "COMPUTE_UNAVAILABLE")
 	}
@@ -349,7 +439,7 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The Namespace could not be removed.", err: err}
 	}
-	return outcome{finished: true}
+	return outcome{finished: true, state: store.WorkSucceeded}
 }
 
 // deploy prepares and activates one revision. Order: the setup capability
@@ -386,9 +476,9 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	}
 	crev := rev.ForDriver(agent.Name)
 
-	cctx, cancel := w.call(ctx)
+	cctx, done := w.call(ctx, "PrepareRevision")
 	res, err := w.driver.PrepareRevision(cctx, crev, rc)
-	cancel()
+	done(err)
 	if err != nil {
 		return fromDriver(err, "PREPARE_FAILED")
 	}
@@ -399,9 +489,9 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 		}
 		return outcome{pending: true, code: reason, message: res.Message}
 	}
-	cctx, cancel = w.call(ctx)
+	cctx, done = w.call(ctx, "ActivateRevision")
 	err = w.driver.ActivateRevision(cctx, crev, rc)
-	cancel()
+	done(err)
 	if err != nil {
 		return fromDriver(err, "ACTIVATION_FAILED")
 	}
@@ -440,9 +530,9 @@ func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName 
 		if old.Number >= rev.Number {
 			continue
 		}
-		cctx, cancel := w.call(ctx)
+		cctx, done := w.call(ctx, "RetireRevision")
 		err := w.driver.RetireRevision(cctx, old.ForDriver(agentName))
-		cancel()
+		done(err)
 		if err != nil {
 			w.o.Logger.Warn("worker: retire old revision", "revision", old.ID, "error", err)
 		}
@@ -462,9 +552,9 @@ func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
 	for _, r := range revs {
-		cctx, cancel := w.call(ctx)
+		cctx, done := w.call(ctx, "StopRevision")
 		err := w.driver.StopRevision(cctx, r.ForDriver(agent.Name))
-		cancel()
+		done(err)
 		if err != nil {
 			return fromDriver(err, "STOP_FAILED")
 		}
@@ -487,16 +577,16 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
 	for _, r := range revs {
-		cctx, cancel := w.call(ctx)
+		cctx, done := w.call(ctx, "RetireRevision")
 		err := w.driver.RetireRevision(cctx, r.ForDriver(agent.Name))
-		cancel()
+		done(err)
 		if err != nil {
 			return fromDriver(err, "RETIRE_FAILED")
 		}
 	}
-	cctx, cancel := w.call(ctx)
+	cctx, done := w.call(ctx, "DeleteAgent")
 	err = w.driver.DeleteAgent(cctx, compute.Agent{ID: agent.ID, NamespaceID: agent.NamespaceID, Name: agent.Name})
-	cancel()
+	done(err)
 	if err != nil {
 		return fromDriver(err, "DELETE_FAILED")
 	}
@@ -512,5 +602,5 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 		}
 		return outcome{code: "STORE_UNAVAILABLE", message: "The Agent could not be removed.", err: err}
 	}
-	return outcome{finished: true}
+	return outcome{finished: true, state: store.WorkSucceeded}
 }

@@ -15,6 +15,10 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
@@ -312,16 +316,79 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 }
 
 // exec, query and queryRow rebind the "?" placeholders for the engine.
+// exec, query and queryRow are the only ways SQL reaches the database, so
+// each is one client span (with the no-op provider, a context lookup). The
+// span carries the engine and the statement's text, which is constant SQL
+// with placeholders: argument values, which can be secrets' hashes or
+// workspace content, are never recorded.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	ctx, span := s.span(ctx, query)
+	res, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	endSpan(span, err)
+	return res, err
 }
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return s.q.QueryContext(ctx, s.d.rebind(query), args...)
+	ctx, span := s.span(ctx, query)
+	rows, err := s.q.QueryContext(ctx, s.d.rebind(query), args...)
+	endSpan(span, err)
+	return rows, err
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
+	ctx, span := s.span(ctx, query)
+	row := s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
+	endSpan(span, row.Err())
+	return row
+}
+
+// tracer starts the store's spans; the global provider's, a no-op until
+// tracing is set up.
+var tracer = otel.Tracer("github.com/openclaw/occ/internal/store/sqlstore")
+
+func (s *Store) span(ctx context.Context, query string) (context.Context, trace.Span) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, nil // no trace to join: skip the attribute work
+	}
+	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
+	return tracer.Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system.name", s.d.engine()), attribute.String("db.operation.name", strings.ToUpper(op)),
+			attribute.String("db.query.text", query)))
+}
+
+func endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		span.SetStatus(codes.Error, "database error") // the driver's text may quote values
+	}
+	span.End()
+}
+
+// QueueDepth counts the work items in the non-final states (queued,
+// running), for the queue-depth metric. It is not part of store.Store:
+// only the metrics collector calls it, as the process, with no subject.
+func (s *Store) QueueDepth(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.query(ctx, `SELECT state, count(*) FROM controller_work WHERE state IN (?, ?) GROUP BY state`,
+		string(store.WorkQueued), string(store.WorkRunning))
+	if err != nil {
+		return nil, s.dbErr("count work", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var state string
+		var n int64
+		if err := rows.Scan(&state, &n); err != nil {
+			return nil, s.dbErr("count work", err)
+		}
+		out[state] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.dbErr("count work", err)
+	}
+	return out, nil
 }
 
 // t encodes a time argument for the engine.
