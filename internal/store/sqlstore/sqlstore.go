@@ -420,3 +420,34 @@ func list[T any](ctx context.Context, s *Store, op string, scan func(rowScanner)
 	}
 	return out, nil
 }
+
+// listPage reads one page of a list ordered by (created_at, id): base is
+// the SELECT with its WHERE clause (or none: where is then "WHERE"), key
+// gives an item's position. It reads one row more than the page to know
+// whether a next page exists, and the spelled-out comparison (rather than
+// a row value) lets both engines walk the (…, created_at, id) index from
+// the cursor. A limit outside 1..store.MaxPageSize is Invalid.
+func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), key func(T) store.PageCursor,
+	base, where string, p store.PageRequest, args ...any) (store.Page[T], error) {
+	if p.Limit < 1 || p.Limit > store.MaxPageSize {
+		return store.Page[T]{}, errkind.Newf(errkind.Invalid, "the page size must be between 1 and %d", store.MaxPageSize)
+	}
+	q := base
+	if p.After != nil {
+		q += " " + where + " (created_at > ? OR (created_at = ? AND id > ?))"
+		args = append(args, s.t(p.After.CreatedAt), s.t(p.After.CreatedAt), p.After.ID)
+	}
+	q += " ORDER BY created_at, id LIMIT ?"
+	args = append(args, p.Limit+1)
+	items, err := list(ctx, s, op, scan, q, args...)
+	if err != nil {
+		return store.Page[T]{}, err
+	}
+	out := store.Page[T]{Items: items}
+	if len(items) > p.Limit {
+		out.Items = items[:p.Limit]
+		next := key(items[p.Limit-1])
+		out.Next = &next
+	}
+	return out, nil
+}
