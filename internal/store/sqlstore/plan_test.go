@@ -69,7 +69,10 @@ func TestHotQueryPlans(t *testing.T) {
 				return err
 			}},
 			{"GetAgent", func() error { _, err := rs.GetAgent(ctx, seed.ns.ID, seed.midAgent.ID); return err }},
-			{"GetAgentFor", func() error { _, err := rs.GetAgentFor(ctx, store.ActionRead, seed.ns.ID, seed.midAgent.ID); return err }},
+			{"GetAgentFor", func() error {
+				_, err := rs.GetAgentFor(ctx, store.ActionRead, seed.ns.ID, seed.midAgent.ID)
+				return err
+			}},
 			{"ListAgents", func() error { _, err := rs.ListAgents(ctx, seed.ns.ID, store.PageRequest{Limit: 50}); return err }},
 			{"ListAgents after", func() error {
 				_, err := rs.ListAgents(ctx, seed.ns.ID, store.PageRequest{Limit: 50, After: after})
@@ -131,7 +134,9 @@ type planSeed struct {
 func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) planSeed {
 	t.Helper()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	ts := func(i int) string { return base.Add(time.Duration(i) * time.Millisecond).Format("2006-01-02T15:04:05.000000Z") }
+	ts := func(i int) string {
+		return base.Add(time.Duration(i) * time.Millisecond).Format("2006-01-02T15:04:05.000000Z")
+	}
 	ns := store.Namespace{ID: ids.New(ids.Namespace), Name: "big", Status: store.NamespaceReady, CreatedAt: base, UpdatedAt: base}
 	if err := s.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
