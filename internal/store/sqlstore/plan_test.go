@@ -58,6 +58,8 @@ func TestHotQueryPlans(t *testing.T) {
 			name string
 			run  func() error
 		}{
+			// Calls named "… after" page from a cursor; their plan must
+			// seek to it (see seeksToCursor).
 			{"GetSession", func() error { _, err := rs.GetSession(ctx, seed.session.TokenHash); return err }},
 			{"GetUser", func() error { _, err := rs.GetUser(ctx, seed.user.ID); return err }},
 			{"ListGrants", func() error { _, err := rs.ListGrants(ctx, seed.user.ID); return err }},
@@ -115,6 +117,9 @@ func TestHotQueryPlans(t *testing.T) {
 				plan := explain(t, ctx, s, r.q, r.args)
 				if bad := badPlanStep(s.Engine(), plan); bad != "" {
 					t.Errorf("%s: plan %q of\n%s\nhas %q", c.name, plan, r.q, bad)
+				}
+				if strings.HasSuffix(c.name, " after") && !seeksToCursor(s.Engine(), plan) {
+					t.Errorf("%s: plan %q of\n%s\ndoes not seek to the cursor in an index (it would walk every earlier row)", c.name, plan, r.q)
 				}
 			}
 		}
@@ -276,4 +281,25 @@ func badPlanStep(engine, plan string) string {
 		}
 	}
 	return ""
+}
+
+var cursorBound = regexp.MustCompile(`\b(created_at|occurred_at) ?[<>]`)
+
+// seeksToCursor reports whether the plan bounds an index search by the
+// cursor's time: SQLite's SEARCH … (… AND created_at>?), PostgreSQL's
+// Index Cond with created_at >= … (a Filter is not a seek).
+func seeksToCursor(engine, plan string) bool {
+	for _, step := range strings.Split(plan, " | ") {
+		step = strings.TrimSpace(step)
+		if engine == sqlstore.EngineSQLite && !strings.HasPrefix(step, "SEARCH") {
+			continue
+		}
+		if engine != sqlstore.EngineSQLite && !strings.Contains(step, "Index Cond") {
+			continue
+		}
+		if cursorBound.MatchString(step) {
+			return true
+		}
+	}
+	return false
 }
