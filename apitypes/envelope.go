@@ -61,10 +61,27 @@ type ErrorDetail struct {
 }
 
 // List is the data of a collection route: {"items": […]}. Items is never
-// null; an empty collection is [].
+// null; an empty collection is []. The paged lists (GET /namespaces, GET
+// /namespaces/{ns}/agents) also carry nextCursor while more pages follow.
 type List[T Data] struct {
-	// Items are the collection's members the caller may read.
+	// Items are the collection's members the caller may read. On a paged
+	// list, the members of this page the caller may read: a page may hold
+	// fewer than the limit, even none, and still have a next page.
 	Items []T `json:"items"`
+	// NextCursor, passed as the cursor query parameter, fetches the next
+	// page of a paged list; absent on the last page and on lists that are
+	// not paged. It is opaque.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// ListQuery holds the query parameters of a paged list route (GET
+// /namespaces, GET /namespaces/{ns}/agents); each field's JSON name is its
+// parameter name. Empty fields are not sent.
+type ListQuery struct {
+	// Limit is the page size, 1 to 500; the default is 100.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is a previous page's NextCursor; absent for the first page.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 func (List[T]) isData() {}

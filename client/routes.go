@@ -63,9 +63,15 @@ func (c *Client) RevokeServiceKey(ctx context.Context, keyID string) (apitypes.R
 	return call[apitypes.RevokedServiceKey](ctx, c, request{method: http.MethodDelete, path: p("/api/auth/service-keys/%s", keyID)})
 }
 
-// ListNamespaces calls GET /namespaces.
+// ListNamespaces calls GET /namespaces and follows nextCursor to the last
+// page, returning every Namespace the caller may read.
 func (c *Client) ListNamespaces(ctx context.Context) ([]apitypes.Namespace, error) {
-	return items[apitypes.Namespace](ctx, c, "/namespaces")
+	return allPages[apitypes.Namespace](ctx, c, "/namespaces")
+}
+
+// ListNamespacesPage calls GET /namespaces for one page.
+func (c *Client) ListNamespacesPage(ctx context.Context, q apitypes.ListQuery) (apitypes.List[apitypes.Namespace], error) {
+	return onePage[apitypes.Namespace](ctx, c, "/namespaces", q)
 }
 
 // CreateNamespace calls POST /namespaces.
@@ -129,9 +135,15 @@ func (c *Client) WaitForReconciliation(ctx context.Context, ns, id string, inter
 	}
 }
 
-// ListAgents calls GET /namespaces/{ns}/agents.
+// ListAgents calls GET /namespaces/{ns}/agents and follows nextCursor to
+// the last page, returning every Agent of the Namespace the caller may read.
 func (c *Client) ListAgents(ctx context.Context, ns string) ([]apitypes.Agent, error) {
-	return items[apitypes.Agent](ctx, c, p("/namespaces/%s/agents", ns))
+	return allPages[apitypes.Agent](ctx, c, p("/namespaces/%s/agents", ns))
+}
+
+// ListAgentsPage calls GET /namespaces/{ns}/agents for one page.
+func (c *Client) ListAgentsPage(ctx context.Context, ns string, q apitypes.ListQuery) (apitypes.List[apitypes.Agent], error) {
+	return onePage[apitypes.Agent](ctx, c, p("/namespaces/%s/agents", ns), q)
 }
 
 // CreateAgent calls POST /namespaces/{ns}/agents.
@@ -364,6 +376,52 @@ func auditValues(q apitypes.AuditQuery) url.Values {
 	}
 	set("cursor", q.Cursor)
 	return v
+}
+
+// maxListPages bounds allPages: a server that keeps answering a next
+// cursor (a bug) cannot keep the client looping.
+const maxListPages = 10_000
+
+// onePage reads one page of a paged list route.
+func onePage[T apitypes.Data](ctx context.Context, c *Client, path string, q apitypes.ListQuery) (apitypes.List[T], error) {
+	v := url.Values{}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	var l apitypes.List[T]
+	if _, err := c.do(ctx, request{method: http.MethodGet, path: path, query: v}, &l); err != nil {
+		return apitypes.List[T]{}, err
+	}
+	if l.Items == nil {
+		l.Items = []T{}
+	}
+	return l, nil
+}
+
+// allPages reads every page of a paged list route at the largest page
+// size. A cursor the server repeats, or more than maxListPages pages, is an
+// error rather than a loop.
+func allPages[T apitypes.Data](ctx context.Context, c *Client, path string) ([]T, error) {
+	out := []T{}
+	q := apitypes.ListQuery{Limit: 500}
+	for range maxListPages {
+		l, err := onePage[T](ctx, c, path, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Items...)
+		if l.NextCursor == "" {
+			return out, nil
+		}
+		if l.NextCursor == q.Cursor {
+			return nil, fmt.Errorf("client: GET %s answered the same next cursor twice", path)
+		}
+		q.Cursor = l.NextCursor
+	}
+	return nil, fmt.Errorf("client: GET %s has more than %d pages", path, maxListPages)
 }
 
 // items reads a collection route's items.

@@ -35,11 +35,15 @@ func (a *API) CreateAgent(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 	p, ok := pathIDs(w, r, "ns", ids.Namespace)
-	if !ok || !bodyless(w, r) {
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListAgents(r.Context(), p[0])
-	respond(w, r, http.StatusOK, list(v, toAgent), err)
+	q, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	v, err := a.svc.ListAgents(r.Context(), p[0], q)
+	respond(w, r, http.StatusOK, pageOf(v, toAgent), err)
 }
 
 func (a *API) GetAgent(w http.ResponseWriter, r *http.Request) {

@@ -18,11 +18,12 @@ func (a *API) CreateNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) ListNamespaces(w http.ResponseWriter, r *http.Request) {
-	if !bodyless(w, r) {
+	q, ok := pageQuery(w, r)
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListNamespaces(r.Context())
-	respond(w, r, http.StatusOK, list(v, toNamespace), err)
+	v, err := a.svc.ListNamespaces(r.Context(), q)
+	respond(w, r, http.StatusOK, pageOf(v, toNamespace), err)
 }
 
 func (a *API) GetNamespace(w http.ResponseWriter, r *http.Request) {

@@ -157,3 +157,20 @@ func errDenied(visible bool) error {
 
 // errUnauthenticated is returned when no subject is in the context.
 var errUnauthenticated = errkind.New(errkind.Unauthenticated, "Authentication is required.")
+
+// readsSomeAgentIn reports whether a grant on an exact Agent of the
+// Namespace lets the subject read that Agent (restrictions applied). Only
+// such grants let a subject without Namespace read list Agents there;
+// Agent-scoped bindings always name their Namespace.
+func (a *access) readsSomeAgentIn(namespaceID string) bool {
+	for _, g := range a.grants {
+		b := g.Binding
+		if b.ResourceKind != store.KindAgent || b.ResourceID == "" || b.NamespaceID != namespaceID {
+			continue
+		}
+		if a.decide(store.ActionRead, Resource{Kind: store.KindAgent, ID: b.ResourceID, NamespaceID: namespaceID}).Allowed {
+			return true
+		}
+	}
+	return false
+}

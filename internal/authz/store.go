@@ -487,15 +487,21 @@ func (w *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 	return w.inner.GetNamespace(ctx, id)
 }
 
-func (w *Store) ListNamespaces(ctx context.Context) ([]store.Namespace, error) {
+// ListNamespaces keeps the page's Namespaces the caller may read and the
+// store's Next, so a page may be short (even empty) with more to come.
+func (w *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
 	if err := w.authenticated(ctx, "ListNamespaces"); err != nil {
-		return nil, err
+		return store.Page[store.Namespace]{}, err
 	}
-	all, err := w.inner.ListNamespaces(ctx)
+	page, err := w.inner.ListNamespaces(ctx, p)
 	if err != nil {
-		return nil, err
+		return store.Page[store.Namespace]{}, err
 	}
-	return filter(ctx, w, "ListNamespaces", all, func(n store.Namespace) Resource { return NamespaceResource(n.ID) })
+	page.Items, err = filter(ctx, w, "ListNamespaces", page.Items, func(n store.Namespace) Resource { return NamespaceResource(n.ID) })
+	if err != nil {
+		return store.Page[store.Namespace]{}, err
+	}
+	return page, nil
 }
 
 // Namespace status is the worker's to move; no request changes it directly.
@@ -584,48 +590,53 @@ func (w *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Age
 }
 
 // ListAgents shows exactly the Agents of the Namespace the caller may
-// read. A caller that may read the Namespace gets its (possibly empty)
-// list, and 404 if it does not exist. A caller that may not read the
-// Namespace but may read some of its Agents (a binding on an exact Agent)
-// gets those; one that may read neither gets 404, as a denial of Namespace
-// read (audited). A Namespace-scoped key outside its Namespace gets 403.
-func (w *Store) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
+// read, one page at a time. A caller that may read the Namespace gets its
+// (possibly empty) list, and 404 if it does not exist. A caller that may
+// not read the Namespace but may read some of its Agents (a binding on an
+// exact Agent) gets those; one that may read neither gets 404, as a denial
+// of Namespace read (audited). A Namespace-scoped key outside its
+// Namespace gets 403. The page keeps the store's Next, so it may be short
+// (even empty) with more to come.
+func (w *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
+	var none store.Page[store.Agent]
 	if err := w.authenticated(ctx, "ListAgents"); err != nil {
-		return nil, err
+		return none, err
 	}
 	s := SubjectFrom(ctx)
 	if s.Kind == KindSystem {
-		return w.inner.ListAgents(ctx, namespaceID)
+		return w.inner.ListAgents(ctx, namespaceID, p)
 	}
 	acc, err := load(ctx, w.inner, s)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	nsRes := NamespaceResource(namespaceID)
 	nsRead := acc.decide(store.ActionRead, nsRes)
 	if nsRead.OutOfScope {
-		return nil, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
+		return none, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
 	}
 	if nsRead.Allowed {
 		// A reader of a missing Namespace learns that it is missing.
 		if _, err := w.inner.GetNamespace(ctx, namespaceID); err != nil {
-			return nil, err
+			return none, err
 		}
+	} else if !acc.readsSomeAgentIn(namespaceID) {
+		// Decided from the grants alone, not from one page: whether the
+		// caller may see anything here must not depend on where it pages.
+		return none, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
 	}
-	all, err := w.inner.ListAgents(ctx, namespaceID)
+	page, err := w.inner.ListAgents(ctx, namespaceID, p)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	out := make([]store.Agent, 0, len(all))
-	for _, a := range all {
+	out := make([]store.Agent, 0, len(page.Items))
+	for _, a := range page.Items {
 		if acc.decide(store.ActionRead, agentResource(a.NamespaceID, a.ID)).Allowed {
 			out = append(out, a)
 		}
 	}
-	if !nsRead.Allowed && len(out) == 0 {
-		return nil, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
-	}
-	return out, nil
+	page.Items = out
+	return page, nil
 }
 
 // GetAgentFor is how every operation on one existing Agent reads it: the

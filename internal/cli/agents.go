@@ -58,22 +58,26 @@ func newAgentCmd(d deps) *cobra.Command {
 		"  occ agent create helper --configuration base --files ./persona -n team-a\n"+
 			"  occ agent deploy helper --wait\n  occ agent list")
 	addClientFlags(cmd, f, true)
+	pf := &pageFlags{}
+	list := &cobra.Command{
+		Use: "list", Short: "List the Agents of the Namespace you may read (every page, or one with --limit/--cursor)", Args: cobra.NoArgs,
+		Example: "  occ agent list -n team-a\n  occ agent list -n team-a --limit 100",
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
+			ns, err := cn.namespaceID(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return listCmd(cmd.Context(), d.stderr, cn.out, pf, agentCols,
+				func(ctx context.Context) ([]apitypes.Agent, error) { return cn.c.ListAgents(ctx, ns) },
+				func(ctx context.Context, q apitypes.ListQuery) ([]apitypes.Agent, string, error) {
+					l, err := cn.c.ListAgentsPage(ctx, ns, q)
+					return l.Items, l.NextCursor, err
+				})
+		}),
+	}
+	addPageFlags(list, pf)
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List the Agents of the Namespace you may read", Args: cobra.NoArgs,
-			Example: "  occ agent list -n team-a",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				ns, err := cn.namespaceID(cmd.Context())
-				if err != nil {
-					return err
-				}
-				l, err := cn.c.ListAgents(cmd.Context(), ns)
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, agentCols)
-			}),
-		},
+		list,
 		agentOne(d, f, "get AGENT", "Show an Agent (name or id)", "  occ agent get helper --output json",
 			func(ctx context.Context, cn *conn, ns, id string) (apitypes.Agent, error) {
 				return cn.c.GetAgent(ctx, ns, id)

@@ -28,18 +28,21 @@ func newNamespaceCmd(d deps) *cobra.Command {
 		"  occ namespace list\n  occ namespace create team-a\n  occ namespace delete team-a")
 	cmd.Aliases = []string{"ns"}
 	addClientFlags(cmd, f, false)
+	pf := &pageFlags{}
+	list := &cobra.Command{
+		Use: "list", Short: "List the Namespaces you may read (every page, or one with --limit/--cursor)", Args: cobra.NoArgs,
+		Example: "  occ namespace list\n  occ namespace list --output json\n  occ namespace list --limit 100",
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
+			return listCmd(cmd.Context(), d.stderr, cn.out, pf, namespaceCols, cn.c.ListNamespaces,
+				func(ctx context.Context, q apitypes.ListQuery) ([]apitypes.Namespace, string, error) {
+					l, err := cn.c.ListNamespacesPage(ctx, q)
+					return l.Items, l.NextCursor, err
+				})
+		}),
+	}
+	addPageFlags(list, pf)
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List the Namespaces you may read", Args: cobra.NoArgs,
-			Example: "  occ namespace list\n  occ namespace list --output json",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				l, err := cn.c.ListNamespaces(cmd.Context())
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, namespaceCols)
-			}),
-		},
+		list,
 		&cobra.Command{
 			Use: "create NAME", Short: "Create a Namespace (a DNS label)", Args: cobra.ExactArgs(1),
 			Example: "  occ namespace create team-a",

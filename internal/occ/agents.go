@@ -110,9 +110,18 @@ func (s *Service) GetAgent(ctx context.Context, namespaceID, id string) (store.A
 
 // ListAgents returns exactly the Agents of a Namespace the caller may read
 // (the authorizing store answers 404 when it may read neither the
-// Namespace nor any of its Agents, or the Namespace does not exist).
-func (s *Service) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
-	return s.store.ListAgents(ctx, namespaceID)
+// Namespace nor any of its Agents, or the Namespace does not exist), one
+// page at a time.
+func (s *Service) ListAgents(ctx context.Context, namespaceID string, q PageQuery) (Page[store.Agent], error) {
+	p, err := q.request()
+	if err != nil {
+		return Page[store.Agent]{}, err
+	}
+	page, err := s.store.ListAgents(ctx, namespaceID, p)
+	if err != nil {
+		return Page[store.Agent]{}, err
+	}
+	return fromStorePage(page), nil
 }
 
 // AgentPatch changes an Agent. The reference requires configurationId on

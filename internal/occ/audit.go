@@ -2,11 +2,8 @@ package occ
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"time"
 
-	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -36,13 +33,9 @@ func (s *Service) ListAuditEvents(ctx context.Context, f store.AuditFilter, curs
 	}
 	var after *store.AuditCursor
 	if cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(cursor)
-		var c cursorJSON
-		if err == nil {
-			err = json.Unmarshal(raw, &c)
-		}
-		if err != nil || c.ID == "" || c.T.IsZero() {
-			return AuditPage{}, errkind.InvalidDetails("The cursor is malformed.", errkind.Detail{Path: "/query/cursor", Code: errkind.DetailInvalidFormat})
+		c, err := decodeCursor(cursor)
+		if err != nil {
+			return AuditPage{}, err
 		}
 		after = &store.AuditCursor{OccurredAt: c.T, ID: c.ID}
 	}
@@ -55,8 +48,7 @@ func (s *Service) ListAuditEvents(ctx context.Context, f store.AuditFilter, curs
 	if len(evs) > limit {
 		page.Items = evs[:limit]
 		last := page.Items[limit-1]
-		raw, _ := json.Marshal(cursorJSON{T: last.OccurredAt, ID: last.ID})
-		page.NextCursor = base64.RawURLEncoding.EncodeToString(raw)
+		page.NextCursor = encodeCursor(cursorJSON{T: last.OccurredAt, ID: last.ID})
 	}
 	if page.Items == nil {
 		page.Items = []store.AuditEvent{}

@@ -38,9 +38,17 @@ func (s *Service) GetNamespace(ctx context.Context, id string) (store.Namespace,
 	return s.store.GetNamespace(ctx, id)
 }
 
-// ListNamespaces returns the Namespaces the caller may read.
-func (s *Service) ListNamespaces(ctx context.Context) ([]store.Namespace, error) {
-	return s.store.ListNamespaces(ctx)
+// ListNamespaces returns one page of the Namespaces the caller may read.
+func (s *Service) ListNamespaces(ctx context.Context, q PageQuery) (Page[store.Namespace], error) {
+	p, err := q.request()
+	if err != nil {
+		return Page[store.Namespace]{}, err
+	}
+	page, err := s.store.ListNamespaces(ctx, p)
+	if err != nil {
+		return Page[store.Namespace]{}, err
+	}
+	return fromStorePage(page), nil
 }
 
 // DeleteNamespace starts deleting an empty Namespace (409

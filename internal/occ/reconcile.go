@@ -52,21 +52,17 @@ func (s *Service) ReconcileAllNamespaces(ctx context.Context) ([]Reconciliation,
 		if err := requireAdmin(ctx, tx); err != nil {
 			return err
 		}
-		all, err := tx.ListNamespaces(ctx)
-		if err != nil {
-			return err
-		}
-		for _, ns := range all {
+		return eachNamespace(ctx, tx, func(ns store.Namespace) error {
 			if ns.Status != store.NamespaceReady {
-				continue
+				return nil
 			}
 			r, err := s.queueReconcile(ctx, tx, ns)
 			if err != nil {
 				return err
 			}
 			out = append(out, r)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }

@@ -20,8 +20,10 @@ import (
 // revision, the gateway client, audit), against the same operation done
 // directly on the same real gateway with the native protocol, both opening
 // a fresh gateway connection per operation. It reports p50 and p99 of each
-// and their ratio, at concurrency 1 and 16. Each sub-benchmark runs b.N
-// operations of each kind, so every loop is bounded by the bench time.
+// and their ratio, and each side's throughput and their ratio, at
+// concurrency 1 and 16, both sides measured in interleaved rounds. Each
+// sub-benchmark runs b.N operations of each kind, so every loop is bounded
+// by the bench time.
 //
 // BenchmarkWorkspaceFiles runs it on the local driver's gateway process,
 // BenchmarkWorkspaceFilesDocker on the Docker driver's gateway container.
@@ -97,22 +99,54 @@ func benchWorkspaceFiles(b *testing.B, le *deployEnv, driver compute.Driver) {
 				name = fmt.Sprintf("put/conc=%d", conc)
 			}
 			b.Run(name, func(b *testing.B) {
-				occ := measure(b, conc, b.N, func() error { return occOp(put) })
-				direct := measure(b, conc, b.N, func() error { return directOp(put) })
+				// Both sides in interleaved rounds (the order alternating),
+				// so that a change in the machine's load during the run
+				// falls on both alike.
+				var occ, direct []float64
+				var occWall, directWall time.Duration
+				per := max(1, b.N/benchRounds)
+				for round := range benchRounds {
+					sides := []func(){
+						func() {
+							o, w := measure(b, conc, per, func() error { return occOp(put) })
+							occ, occWall = append(occ, o...), occWall+w
+						},
+						func() {
+							d, w := measure(b, conc, per, func() error { return directOp(put) })
+							direct, directWall = append(direct, d...), directWall+w
+						},
+					}
+					if round%2 == 1 {
+						sides[0], sides[1] = sides[1], sides[0]
+					}
+					for _, side := range sides {
+						side()
+					}
+				}
+				slices.Sort(occ)
+				slices.Sort(direct)
+				occRate, directRate := float64(len(occ))/occWall.Seconds(), float64(len(direct))/directWall.Seconds()
 				b.ReportMetric(pct(occ, 50), "occ-p50-ms")
 				b.ReportMetric(pct(occ, 99), "occ-p99-ms")
 				b.ReportMetric(pct(direct, 50), "direct-p50-ms")
 				b.ReportMetric(pct(direct, 99), "direct-p99-ms")
 				b.ReportMetric(pct(occ, 50)/pct(direct, 50), "p50-ratio")
 				b.ReportMetric(pct(occ, 99)/pct(direct, 99), "p99-ratio")
+				b.ReportMetric(occRate, "occ-ops/s")
+				b.ReportMetric(directRate, "direct-ops/s")
+				b.ReportMetric(occRate/directRate, "throughput-ratio")
 			})
 		}
 	}
 }
 
+// benchRounds is how many interleaved rounds each side's b.N operations
+// are split into.
+const benchRounds = 5
+
 // measure runs n operations on conc goroutines and returns each one's
-// latency in milliseconds.
-func measure(b *testing.B, conc, n int, op func() error) []float64 {
+// latency in milliseconds, sorted, and the wall time of the whole batch.
+func measure(b *testing.B, conc, n int, op func() error) ([]float64, time.Duration) {
 	b.Helper()
 	var mu sync.Mutex
 	lat := make([]float64, 0, n)
@@ -123,6 +157,7 @@ func measure(b *testing.B, conc, n int, op func() error) []float64 {
 	}
 	close(next)
 	var failed error
+	begin := time.Now()
 	for range conc {
 		wg.Add(1)
 		go func() {
@@ -141,11 +176,12 @@ func measure(b *testing.B, conc, n int, op func() error) []float64 {
 		}()
 	}
 	wg.Wait()
+	wall := time.Since(begin)
 	if failed != nil {
 		b.Fatalf("operation failed: %v", failed)
 	}
 	slices.Sort(lat)
-	return lat
+	return lat, wall
 }
 
 func pct(sorted []float64, p int) float64 {

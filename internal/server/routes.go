@@ -69,7 +69,7 @@ func Routes(a *api.API, h *Health) []Route {
 		{"POST", "/api/auth/service-keys", Authenticated, a.CreateServiceKey, 201, apitypes.CreateServiceKeyRequest{}, apitypes.ServiceKey{}, noQuery, false},
 		{"DELETE", "/api/auth/service-keys/{keyId}", Authenticated, a.RevokeServiceKey, 200, noBody, apitypes.RevokedServiceKey{}, noQuery, false},
 
-		{"GET", "/namespaces", Authenticated, a.ListNamespaces, 200, noBody, apitypes.List[apitypes.Namespace]{}, noQuery, false},
+		{"GET", "/namespaces", Authenticated, a.ListNamespaces, 200, noBody, apitypes.List[apitypes.Namespace]{}, apitypes.ListQuery{}, false},
 		{"POST", "/namespaces", Authenticated, a.CreateNamespace, 201, apitypes.CreateNamespaceRequest{}, apitypes.Namespace{}, noQuery, false},
 		{"GET", "/namespaces/{ns}", Authenticated, a.GetNamespace, 200, noBody, apitypes.Namespace{}, noQuery, false},
 		{"DELETE", "/namespaces/{ns}", Authenticated, a.DeleteNamespace, 202, noBody, apitypes.Namespace{}, noQuery, false},
@@ -77,7 +77,7 @@ func Routes(a *api.API, h *Health) []Route {
 		{"GET", "/namespaces/{ns}/reconciliations/{reconciliationId}", Authenticated, a.GetReconciliation, 200, noBody, apitypes.Reconciliation{}, noQuery, false},
 		{"POST", "/namespace-reconciliations", Authenticated, a.ReconcileAllNamespaces, 202, noBody, apitypes.List[apitypes.Reconciliation]{}, noQuery, false},
 
-		{"GET", "/namespaces/{ns}/agents", Authenticated, a.ListAgents, 200, noBody, apitypes.List[apitypes.Agent]{}, noQuery, false},
+		{"GET", "/namespaces/{ns}/agents", Authenticated, a.ListAgents, 200, noBody, apitypes.List[apitypes.Agent]{}, apitypes.ListQuery{}, false},
 		{"POST", "/namespaces/{ns}/agents", Authenticated, a.CreateAgent, 201, apitypes.CreateAgentRequest{}, apitypes.Agent{}, noQuery, false},
 		{"GET", "/namespaces/{ns}/agents/{agentId}", Authenticated, a.GetAgent, 200, noBody, apitypes.Agent{}, noQuery, false},
 		{"PATCH", "/namespaces/{ns}/agents/{agentId}", Authenticated, a.PatchAgent, 200, apitypes.PatchAgentRequest{}, apitypes.Agent{}, noQuery, false},

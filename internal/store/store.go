@@ -80,7 +80,8 @@ type Store interface {
 	// Conflict NAMESPACE_NOT_EMPTY while Agents or Configurations remain.
 	CreateNamespace(ctx context.Context, ns Namespace) error
 	GetNamespace(ctx context.Context, id string) (Namespace, error)
-	ListNamespaces(ctx context.Context) ([]Namespace, error)
+	// ListNamespaces returns one page of Namespaces, oldest first.
+	ListNamespaces(ctx context.Context, page PageRequest) (Page[Namespace], error)
 	UpdateNamespaceStatus(ctx context.Context, id string, status NamespaceStatus, at time.Time) error
 	DeleteNamespace(ctx context.Context, id string) error
 	// MarkNamespaceDeleting atomically checks that the Namespace holds no
@@ -103,7 +104,8 @@ type Store interface {
 	// Namespace.
 	CreateAgent(ctx context.Context, a Agent, setup *WorkspaceSetup) error
 	GetAgent(ctx context.Context, namespaceID, id string) (Agent, error)
-	ListAgents(ctx context.Context, namespaceID string) ([]Agent, error)
+	// ListAgents returns one page of the Namespace's Agents, oldest first.
+	ListAgents(ctx context.Context, namespaceID string, page PageRequest) (Page[Agent], error)
 	// GetAgentFor reads an Agent for an operation that needs action on
 	// that exact Agent, with what such operations decide on: its
 	// Namespace (for example, its status before a deployment) and its

@@ -308,3 +308,32 @@ type AuditCursor struct {
 	OccurredAt time.Time
 	ID         string
 }
+
+// MaxPageSize bounds every paged list: a store refuses a PageRequest with
+// a larger Limit (Invalid), so no call reads an unbounded number of rows.
+const MaxPageSize = 500
+
+// PageRequest asks for one page of a list ordered oldest first by
+// (CreatedAt, ID): at most Limit items (1..MaxPageSize) strictly after
+// After, or from the start when After is nil.
+type PageRequest struct {
+	After *PageCursor
+	Limit int
+}
+
+// PageCursor marks a position in a list ordered by (CreatedAt, ID). The ID
+// breaks ties, so paging visits every item exactly once even when many
+// share a creation time.
+type PageCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Page is one page of a list. Next is the position of the page's last
+// row as the store read it (nil on the last page); the authorizing wrapper
+// may drop Items the caller may not read but keeps Next, so a page can
+// hold fewer than Limit items, even none, and still have a next page.
+type Page[T any] struct {
+	Items []T
+	Next  *PageCursor
+}

@@ -168,10 +168,27 @@ pages['sign-in'] = () => {
   });
 };
 
+// pager follows a paged list's nextCursor with First page / Next page
+// buttons (ids prefix-first, prefix-next): path(base) is the list URL of
+// the current page, seen(r) records the reply's nextCursor and enables
+// Next page while one exists.
+const pager = (prefix, reload) => {
+  let cur = '';
+  let next = '';
+  $('#' + prefix + '-first').addEventListener('click', () => { cur = ''; reload(); });
+  $('#' + prefix + '-next').addEventListener('click', () => { if (next) { cur = next; reload(); } });
+  return {
+    path: (base) => base + (cur ? '?cursor=' + encodeURIComponent(cur) : ''),
+    seen: (r) => { next = r.data.nextCursor || ''; $('#' + prefix + '-next').disabled = !next; },
+  };
+};
+
 pages.namespaces = async () => {
+  const pg = pager('ns', () => load());
   const load = async () => {
-    const r = await api('GET', '/namespaces');
+    const r = await api('GET', pg.path('/namespaces'));
     if (r.status !== 200) { alertMsg(errText(r)); return false; }
+    pg.seen(r);
     fillTable('#namespaces', r.data.items.map((n) => [
       link('/console/namespaces/' + enc(n.id), n.name), n.status, n.id,
       button('Delete', 'Delete Namespace ' + n.name, async () => {
@@ -203,9 +220,11 @@ pages.agents = async () => {
   const ns = await api('GET', '/namespaces/' + enc(NS));
   if (ns.status !== 200) { alertMsg(errText(ns)); return; }
   $('#ns-name').textContent = ns.data.name;
+  const pg = pager('agents', () => loadAgents());
   const loadAgents = async () => {
-    const r = await api('GET', '/namespaces/' + enc(NS) + '/agents');
+    const r = await api('GET', pg.path('/namespaces/' + enc(NS) + '/agents'));
     if (r.status !== 200) { alertMsg(errText(r)); return; }
+    pg.seen(r);
     fillTable('#agents', r.data.items.map((a) => [
       link('/console/namespaces/' + enc(NS) + '/agents/' + enc(a.id), a.name), a.desiredRuntimeState, a.status, a.activeRevisionId || '–',
     ]), 'No Agents yet.');

@@ -80,7 +80,6 @@ func (s *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Age
 	return a, s.getErr("get agent", "agent", err)
 }
 
-// ListAgents returns the Namespace's Agents, oldest first.
 // GetAgentFor reads the Agent, its Namespace and its active revision. It
 // opens no transaction of its own (on SQLite that would take the write
 // lock for a read); inside the caller's transaction the three reads see
@@ -112,9 +111,12 @@ func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id
 	return out, nil
 }
 
-func (s *Store) ListAgents(ctx context.Context, namespaceID string) ([]store.Agent, error) {
-	return list(ctx, s, "list agents", scanAgent,
-		`SELECT `+agentColumns+` FROM agents WHERE namespace_id = ? ORDER BY created_at, id`, namespaceID)
+// ListAgents returns one page of the Namespace's Agents, oldest first
+// (index agents_namespace_created_idx).
+func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
+	return listPage(ctx, s, "list agents", scanAgent,
+		func(a store.Agent) store.PageCursor { return store.PageCursor{CreatedAt: a.CreatedAt, ID: a.ID} },
+		`SELECT `+agentColumns+` FROM agents WHERE namespace_id = ?`, "AND", p, namespaceID)
 }
 
 // UpdateAgent replaces the Agent's name and configuration and sets

@@ -74,9 +74,10 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 		args = append(args, s.t(f.Until))
 	}
 	if after != nil {
-		// Spelled out rather than as a row comparison so both engines use
-		// the (occurred_at DESC, id DESC) indexes the same way.
-		where = append(where, "(occurred_at < ? OR (occurred_at = ? AND id < ?))")
+		// Led by occurred_at <= ?, which both engines turn into a seek in
+		// the (…, occurred_at DESC, id DESC) indexes; the OR alone would
+		// make SQLite walk the index from the newest event and filter.
+		where = append(where, "occurred_at <= ? AND (occurred_at < ? OR id < ?)")
 		args = append(args, s.t(after.OccurredAt), s.t(after.OccurredAt), after.ID)
 	}
 	q := `SELECT ` + auditColumns + ` FROM audit_events`

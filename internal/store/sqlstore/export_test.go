@@ -1,6 +1,9 @@
 package sqlstore
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // MigrateDownForTest rolls every migration back, so tests can prove the
 // Down sections drop everything the Up sections create.
@@ -11,4 +14,33 @@ func MigrateDownForTest(ctx context.Context, s *Store) error {
 	}
 	_, err = p.DownTo(ctx, 0)
 	return err
+}
+
+// RecordQueriesForTest returns a copy of s that passes every query (as
+// sent to the engine, placeholders rebound) and its arguments to rec before
+// running it; the query-plan test explains exactly what the store runs.
+func RecordQueriesForTest(s *Store, rec func(query string, args []any)) *Store {
+	c := *s
+	c.q = recordingQuerier{inner: s.q, rec: rec}
+	return &c
+}
+
+type recordingQuerier struct {
+	inner querier
+	rec   func(string, []any)
+}
+
+func (r recordingQuerier) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	r.rec(q, args)
+	return r.inner.ExecContext(ctx, q, args...)
+}
+
+func (r recordingQuerier) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	r.rec(q, args)
+	return r.inner.QueryContext(ctx, q, args...)
+}
+
+func (r recordingQuerier) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	r.rec(q, args)
+	return r.inner.QueryRowContext(ctx, q, args...)
 }

@@ -37,10 +37,12 @@ func (s *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 	return ns, s.getErr("get namespace", "namespace", err)
 }
 
-// ListNamespaces returns every Namespace, oldest first.
-func (s *Store) ListNamespaces(ctx context.Context) ([]store.Namespace, error) {
-	return list(ctx, s, "list namespaces", scanNamespace,
-		`SELECT `+namespaceColumns+` FROM namespaces ORDER BY created_at, id`)
+// ListNamespaces returns one page of Namespaces, oldest first (index
+// namespaces_created_idx).
+func (s *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
+	return listPage(ctx, s, "list namespaces", scanNamespace,
+		func(n store.Namespace) store.PageCursor { return store.PageCursor{CreatedAt: n.CreatedAt, ID: n.ID} },
+		`SELECT `+namespaceColumns+` FROM namespaces`, "WHERE", p)
 }
 
 func (s *Store) UpdateNamespaceStatus(ctx context.Context, id string, status store.NamespaceStatus, at time.Time) error {

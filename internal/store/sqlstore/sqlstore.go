@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -35,10 +36,60 @@ const DefaultSQLiteFile = "occ.db"
 // connection pool; InTx hands fn a transaction-bound copy that shares the
 // dialect and runs every query on the transaction.
 type Store struct {
-	d  dialect
-	db *sql.DB
-	q  querier // db, or tx for a transaction-bound copy
-	tx *sql.Tx // nil outside a transaction
+	d     dialect
+	db    *sql.DB
+	q     querier // db, or tx for a transaction-bound copy
+	tx    *sql.Tx // nil outside a transaction
+	stmts *stmtCache
+}
+
+// stmtCache holds SQLite prepared statements by query text, so that a
+// query outside a transaction is parsed once per connection instead of on
+// every call (parsing was the largest CPU cost of a request; pgx already
+// caches statements per connection on PostgreSQL). It holds at most
+// maxCachedStmts: queries built from filters (the audit log) have a
+// bounded number of shapes, and past the bound queries simply run
+// unprepared. Migrate empties it, since a schema change can invalidate
+// what was prepared.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+const maxCachedStmts = 256
+
+// stmt returns the cached statement for query, preparing it on first use;
+// nil (run unprepared) when the cache is full or preparing fails, in which
+// case running the query reports the error.
+func (c *stmtCache) stmt(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	c.mu.Lock()
+	st, ok := c.m[query]
+	full := len(c.m) >= maxCachedStmts
+	c.mu.Unlock()
+	if ok || full {
+		return st
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.m[query]; ok { // prepared meanwhile by another caller
+		st.Close()
+		return prev
+	}
+	c.m[query] = st
+	return st
+}
+
+func (c *stmtCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = map[string]*sql.Stmt{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -115,7 +166,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
 		}
 	}
-	return &Store{d: d, db: db, q: db}, nil
+	return &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}}, nil
 }
 
 // sqlitePath extracts the file path from a sqlite: or file: URL.
@@ -232,6 +283,7 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return errors.New("sqlstore: Close called on a transaction-bound store")
 	}
+	s.stmts.reset()
 	return s.db.Close()
 }
 
@@ -255,6 +307,7 @@ func (s *Store) migrationProvider() (*goose.Provider, error) {
 	if s.tx != nil {
 		return nil, errors.New("sqlstore: migrations cannot run inside a transaction")
 	}
+	s.stmts.reset()
 	fsys, err := fs.Sub(migrations, "migrations/"+s.d.engine())
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
@@ -301,7 +354,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx}); err != nil {
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts}); err != nil {
 		return err
 	}
 	done = true
@@ -321,6 +374,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 // span carries the engine and the statement's text, which is constant SQL
 // with placeholders: argument values, which can be secrets' hashes or
 // workspace content, are never recorded.
+// On SQLite outside a transaction, query and queryRow run a cached
+// prepared statement (stmtCache); writes and transactions run as before.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx, span := s.span(ctx, query)
 	res, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
@@ -330,14 +385,25 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 
 func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx, span := s.span(ctx, query)
-	rows, err := s.q.QueryContext(ctx, s.d.rebind(query), args...)
+	var rows *sql.Rows
+	var err error
+	if st := s.cached(ctx, query); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.q.QueryContext(ctx, s.d.rebind(query), args...)
+	}
 	endSpan(span, err)
 	return rows, err
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx, span := s.span(ctx, query)
-	row := s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
+	var row *sql.Row
+	if st := s.cached(ctx, query); st != nil {
+		row = st.QueryRowContext(ctx, args...)
+	} else {
+		row = s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
+	}
 	endSpan(span, row.Err())
 	return row
 }
@@ -389,6 +455,17 @@ func (s *Store) QueueDepth(ctx context.Context) (map[string]int64, error) {
 		return nil, s.dbErr("count work", err)
 	}
 	return out, nil
+
+}
+
+func (s *Store) cached(ctx context.Context, query string) *sql.Stmt {
+	if s.tx != nil || s.stmts == nil || s.d.engine() != EngineSQLite {
+		return nil
+	}
+	if _, ok := s.q.(*sql.DB); !ok { // a test's recording querier sees every query
+		return nil
+	}
+	return s.stmts.stmt(ctx, s.db, query)
 }
 
 // t encodes a time argument for the engine.
@@ -484,6 +561,39 @@ func list[T any](ctx context.Context, s *Store, op string, scan func(rowScanner)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.dbErr(op, err)
+	}
+	return out, nil
+}
+
+// listPage reads one page of a list ordered by (created_at, id): base is
+// the SELECT with its WHERE clause (or none: where is then "WHERE"), key
+// gives an item's position. It reads one row more than the page to know
+// whether a next page exists. The cursor condition leads with
+// created_at >= ?, which both engines turn into a seek in the (…,
+// created_at, id) index: spelled as (a > ? OR (a = ? AND id > ?)) alone,
+// SQLite walks the index from the start of the Namespace and filters, so a
+// late page costs as much as all the pages before it. A limit outside 1..store.MaxPageSize is Invalid.
+func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), key func(T) store.PageCursor,
+	base, where string, p store.PageRequest, args ...any) (store.Page[T], error) {
+	if p.Limit < 1 || p.Limit > store.MaxPageSize {
+		return store.Page[T]{}, errkind.Newf(errkind.Invalid, "the page size must be between 1 and %d", store.MaxPageSize)
+	}
+	q := base
+	if p.After != nil {
+		q += " " + where + " created_at >= ? AND (created_at > ? OR id > ?)"
+		args = append(args, s.t(p.After.CreatedAt), s.t(p.After.CreatedAt), p.After.ID)
+	}
+	q += " ORDER BY created_at, id LIMIT ?"
+	args = append(args, p.Limit+1)
+	items, err := list(ctx, s, op, scan, q, args...)
+	if err != nil {
+		return store.Page[T]{}, err
+	}
+	out := store.Page[T]{Items: items}
+	if len(items) > p.Limit {
+		out.Items = items[:p.Limit]
+		next := key(items[p.Limit-1])
+		out.Next = &next
 	}
 	return out, nil
 }

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/store/sqlstore"
+)
+
+// Options are the bench command's flags.
+type Options struct {
+	Engines     string // comma-separated: sqlite, postgres
+	PostgresURL string // server for the throw-away database; "" skips PostgreSQL
+	Limits      Limits
+	Scale       Scale
+	OccBin      string // for the RSS rows; "" skips them
+	FilesOps    int    // operations per side of the files benchmark; 0 skips it
+	ModuleDir   string // where `go test` runs the files benchmark
+	CPUProfile  string
+	MemProfile  string
+}
+
+// Run measures every engine of o and prints one table to w.
+func Run(ctx context.Context, w io.Writer, o Options) error {
+	if o.Scale == (Scale{}) {
+		o.Scale = DefaultScale
+	}
+	if o.Limits.MaxTime == 0 {
+		o.Limits.MaxTime = 60 * time.Second
+	}
+	if o.Limits.Warmup == 0 {
+		o.Limits.Warmup = 50
+	}
+	work, err := os.MkdirTemp("", "occ-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if o.MemProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	var results []Result
+	var notes []string
+	for _, engine := range strings.Split(o.Engines, ",") {
+		var dbURL string
+		dir := work + "/" + engine
+		switch engine {
+		case sqlstore.EngineSQLite:
+		case sqlstore.EnginePostgres:
+			if o.PostgresURL == "" {
+				notes = append(notes, "postgres: skipped (no -postgres URL and no OCC_TEST_POSTGRES_URL)")
+				continue
+			}
+			u, drop, err := throwAwayDatabase(ctx, o.PostgresURL)
+			if err != nil {
+				return fmt.Errorf("postgres: %w", err)
+			}
+			defer drop()
+			dbURL = u
+		default:
+			return fmt.Errorf("unknown engine %q", engine)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		e, err := openAPIEnv(ctx, engine, dbURL, dir, o.Scale)
+		if err != nil {
+			return fmt.Errorf("%s: %w", engine, err)
+		}
+		notes = append(notes, fmt.Sprintf("%s: seeded %d Namespaces, %d Agents, %d audit events in %s",
+			engine, o.Scale.Namespaces, o.Scale.Agents, o.Scale.AuditEvents, e.seedDur.Round(time.Millisecond)))
+		scs, err := e.apiScenarios(ctx)
+		if err != nil {
+			e.close()
+			return err
+		}
+		for _, sc := range scs {
+			r, err := measure(ctx, engine, sc, o.Limits)
+			if err != nil {
+				e.close()
+				return err
+			}
+			results = append(results, r)
+		}
+		e.close()
+	}
+	if o.MemProfile != "" {
+		f, err := os.Create(o.MemProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		f.Close()
+	}
+	if o.FilesOps > 0 {
+		rs, err := FilesBenchmark(ctx, o.ModuleDir, o.FilesOps)
+		if err != nil {
+			return err
+		}
+		results = append(results, rs...)
+	}
+	if err := PrintTable(w, results); err != nil {
+		return err
+	}
+	if o.OccBin != "" {
+		rss, err := ServerRSS(ctx, o.OccBin, work, o.Scale)
+		if err != nil {
+			return fmt.Errorf("RSS: %w", err)
+		}
+		fmt.Fprintln(w)
+		for _, r := range rss {
+			fmt.Fprintf(w, "%-60s RSS %6.1f MB  peak %6.1f MB\n", r.Name, float64(r.RSS)/1e6, float64(r.HWM)/1e6)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	return nil
+}
+
+// throwAwayDatabase creates a database with a random name on the server
+// of serverURL and returns its URL and how to drop it.
+func throwAwayDatabase(ctx context.Context, serverURL string) (string, func(), error) {
+	admin, err := sqlstore.Open(ctx, serverURL, "")
+	if err != nil {
+		return "", nil, err
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	name := "occ_bench_" + hex.EncodeToString(b[:])
+	if _, err := admin.DB().ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close()
+		return "", nil, err
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		admin.Close()
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin.DB().ExecContext(dctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close()
+	}
+	return u.String(), drop, nil
+}

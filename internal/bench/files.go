@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FilesBenchmark runs internal/server's BenchmarkWorkspaceFiles (OCC's
+// file GET and PUT against the same operation done directly on the same
+// real gateway, interleaved in rounds, at concurrency 1 and 16) with `go
+// test` in moduleDir, and turns its metrics into table rows. It needs the
+// agent runtime (OCC_OPENCLAW_RUNTIME) and starts one real gateway; ops
+// is the -benchtime count of each side. The run is bounded by a 15-minute
+// timeout.
+func FilesBenchmark(ctx context.Context, moduleDir string, ops int) ([]Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "WorkspaceFiles",
+		"-benchtime", fmt.Sprintf("%dx", ops), "-count", "1", "-timeout", "15m", "./internal/server")
+	cmd.Dir = moduleDir
+	cmd.Env = os.Environ()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go test -bench WorkspaceFiles: %w\n%s%s", err, tail(out.String()), tail(errOut.String()))
+	}
+	return parseFilesBenchmark(out.String())
+}
+
+var benchLine = regexp.MustCompile(`^BenchmarkWorkspaceFiles/(get|put)/conc=(\d+)\S*\s+(\d+)\s+(.*)$`)
+
+// parseFilesBenchmark reads the benchmark's custom metrics ("1.23
+// occ-p50-ms" pairs) into one row per side and sub-benchmark, plus the
+// ratio row.
+func parseFilesBenchmark(out string) ([]Result, error) {
+	var rs []Result
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		conc, _ := strconv.Atoi(m[2])
+		metrics := map[string]float64{}
+		n, _ := strconv.Atoi(m[3])
+		f := strings.Fields(m[4])
+		for i := 0; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err == nil {
+				metrics[f[i+1]] = v
+			}
+		}
+		op := strings.ToUpper(m[1])
+		msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+		rs = append(rs,
+			Result{Engine: "gateway", Name: "file " + op + " through OCC", Concurrency: conc, Ops: n,
+				P50: msd(metrics["occ-p50-ms"]), P99: msd(metrics["occ-p99-ms"]), PerSecond: metrics["occ-ops/s"]},
+			Result{Engine: "gateway", Name: "file " + op + " direct (native)", Concurrency: conc, Ops: n,
+				P50: msd(metrics["direct-p50-ms"]), P99: msd(metrics["direct-p99-ms"]), PerSecond: metrics["direct-ops/s"]},
+			Result{Engine: "gateway", Name: "file " + op + " OCC / direct", Concurrency: conc,
+				Note: fmt.Sprintf("p50 %.2fx, p99 %.2fx, throughput %.0f%%", metrics["p50-ratio"], metrics["p99-ratio"], 100*metrics["throughput-ratio"])})
+	}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("no BenchmarkWorkspaceFiles results in:\n%s", tail(out))
+	}
+	return rs, nil
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
+}

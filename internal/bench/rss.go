@@ -1,0 +1,177 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/store/sqlstore"
+)
+
+// RSS is a resident-memory reading of a real `occ server` process.
+type RSS struct {
+	Name     string
+	RSS, HWM int64 // bytes: current and peak (VmRSS, VmHWM)
+}
+
+// ServerRSS starts the occ binary as `occ server` on SQLite twice: on an
+// empty data directory (idle after start), and on one seeded with sc
+// (after start, then after reading every Agent list page and 1,000
+// Agents). Each process is stopped with SIGTERM (killed after 10 s).
+func ServerRSS(ctx context.Context, occBin, workDir string, sc Scale) ([]RSS, error) {
+	var out []RSS
+	empty := filepath.Join(workDir, "rss-empty")
+	p, err := startServer(ctx, occBin, empty)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(2 * time.Second) // let start-up garbage be collected
+	r, err := p.rss("occ server idle after start, empty")
+	p.stop()
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, r)
+
+	seeded := filepath.Join(workDir, "rss-seeded")
+	st, err := sqlstore.Open(ctx, "", seeded)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	bigNS, agents, err := seed(ctx, st, sc)
+	st.Close()
+	if err != nil {
+		return nil, err
+	}
+	p, err = startServer(ctx, occBin, seeded)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	time.Sleep(2 * time.Second)
+	r, err = p.rss(fmt.Sprintf("occ server idle after start, %d Agents", len(agents)))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, r)
+	c := &http.Client{Timeout: 30 * time.Second}
+	ck, err := signIn(ctx, c, p.base, p.base)
+	if err != nil {
+		return nil, err
+	}
+	e := &apiEnv{base: p.base, cookie: ck, client: c, bigNS: bigNS, agents: agents}
+	if _, err := e.apiScenarios(ctx); err != nil { // walks half the Agent list
+		return nil, err
+	}
+	for i := range min(1000, len(agents)) {
+		if _, err := e.get(ctx, "/namespaces/"+bigNS+"/agents/"+agents[i]); err != nil {
+			return nil, err
+		}
+	}
+	r, err = p.rss(fmt.Sprintf("occ server after list pages and 1,000 GETs, %d Agents", len(agents)))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, r), nil
+}
+
+type serverProc struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+// startServer runs `occ server` on SQLite in dataDir on a free loopback
+// port, with the bench administrator's password from a file, and waits
+// (at most 60 s) for /readyz.
+func startServer(ctx context.Context, occBin, dataDir string) (*serverProc, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	pw := filepath.Join(dataDir, "..", filepath.Base(dataDir)+"-password")
+	if err := os.WriteFile(pw, []byte(benchPassword+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(occBin, "server", "--data-dir", dataDir, "--listen", addr,
+		"--bootstrap-admin-email", benchEmail, "--bootstrap-admin-password-file", pw)
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &serverProc{cmd: cmd, base: "http://" + addr}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			break
+		}
+		resp, err := http.Get(p.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.stop()
+	return nil, fmt.Errorf("occ server on %s did not become ready within 60 s", addr)
+}
+
+func (p *serverProc) stop() {
+	if p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rss reads VmRSS and VmHWM of the process from /proc.
+func (p *serverProc) rss(name string) (RSS, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return RSS{}, err
+	}
+	defer f.Close()
+	r := RSS{Name: name}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return RSS{}, err
+		}
+		if k == "VmRSS" {
+			r.RSS = kb << 10
+		} else {
+			r.HWM = kb << 10
+		}
+	}
+	return r, sc.Err()
+}

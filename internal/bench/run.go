@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// scenario is one measured operation; op gets the operation's sequence
+// number and returns the bytes it read.
+type scenario struct {
+	name string
+	op   func(ctx context.Context, i int) (int, error)
+}
+
+// Limits bound one measurement: at most Ops operations and at most
+// MaxTime, after Warmup unmeasured ones.
+type Limits struct {
+	Ops         int
+	Warmup      int
+	MaxTime     time.Duration
+	Concurrency int
+}
+
+// Result is one row of the table.
+type Result struct {
+	Engine, Name  string
+	Concurrency   int
+	Ops           int
+	P50, P99      time.Duration
+	PerSecond     float64
+	BytesPerReply int
+	Note          string
+}
+
+// measure runs sc's op lim.Ops times over lim.Concurrency workers and
+// reports the latency quantiles and the throughput over the wall time.
+// The first error stops the run and is returned.
+func measure(ctx context.Context, engine string, sc scenario, lim Limits) (Result, error) {
+	for i := range lim.Warmup {
+		if _, err := sc.op(ctx, i); err != nil {
+			return Result{}, fmt.Errorf("%s warm-up: %w", sc.name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.MaxTime)
+	defer cancel()
+	var next atomic.Int64
+	lat := make([]time.Duration, lim.Ops)
+	var done atomic.Int64
+	var bytes atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range lim.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= lim.Ops {
+					return
+				}
+				t0 := time.Now()
+				n, err := sc.op(ctx, i)
+				if err != nil {
+					if ctx.Err() == nil {
+						once.Do(func() { firstErr = fmt.Errorf("%s: %w", sc.name, err); cancel() })
+					}
+					return
+				}
+				lat[i] = time.Since(t0)
+				done.Add(1)
+				bytes.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if firstErr != nil {
+		return Result{}, firstErr
+	}
+	n := int(done.Load())
+	got := make([]time.Duration, 0, n)
+	for _, d := range lat {
+		if d > 0 {
+			got = append(got, d)
+		}
+	}
+	slices.Sort(got)
+	r := Result{Engine: engine, Name: sc.name, Concurrency: lim.Concurrency, Ops: len(got)}
+	if len(got) > 0 {
+		r.P50, r.P99 = quantile(got, 0.50), quantile(got, 0.99)
+		r.PerSecond = float64(len(got)) / wall.Seconds()
+		r.BytesPerReply = int(bytes.Load()) / len(got)
+	}
+	if len(got) < lim.Ops {
+		r.Note = fmt.Sprintf("stopped at the %s time bound", lim.MaxTime)
+	}
+	return r, nil
+}
+
+// quantile of sorted durations (nearest rank).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(q*float64(len(sorted)) + 0.5)
+	if i >= len(sorted) {
+		i = len(sorted) - 1
+	}
+	if i > 0 {
+		i--
+	}
+	return sorted[i]
+}
+
+// PrintTable writes the results as one aligned table.
+func PrintTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "engine\tmeasurement\tconc\tops\tp50\tp99\tops/s\tbytes/reply\tnote")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.0f\t%d\t%s\n", r.Engine, r.Name, r.Concurrency, r.Ops,
+			ms(r.P50), ms(r.P99), r.PerSecond, r.BytesPerReply, r.Note)
+	}
+	return tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}

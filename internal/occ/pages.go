@@ -1,0 +1,104 @@
+package occ
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
+)
+
+// Page sizes of the paged lists (Namespaces, Agents): a request without a
+// limit gets DefaultPageSize items, and no request gets more than
+// MaxPageSize.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = store.MaxPageSize
+)
+
+// Page is one page of a list, oldest first. NextCursor is empty on the
+// last page. A page may hold fewer items than asked for, even none, and
+// still have a NextCursor: the items the caller may not read are left out
+// of it, not replaced.
+type Page[T any] struct {
+	Items      []T
+	NextCursor string
+}
+
+// PageQuery is a client's page request: a limit (0 for the default) and a
+// previous page's NextCursor ("" for the first page).
+type PageQuery struct {
+	Limit  int
+	Cursor string
+}
+
+// encodeCursor and decodeCursor are the one opaque cursor form, shared
+// with the audit log: base64url of {"t": time, "id": id}.
+func encodeCursor(t cursorJSON) string {
+	raw, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+func decodeCursor(cursor string) (cursorJSON, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	var c cursorJSON
+	if err == nil {
+		err = json.Unmarshal(raw, &c)
+	}
+	if err != nil || c.ID == "" || c.T.IsZero() {
+		return cursorJSON{}, errkind.InvalidDetails("The cursor is malformed.", errkind.Detail{Path: "/query/cursor", Code: errkind.DetailInvalidFormat})
+	}
+	return c, nil
+}
+
+// request turns a client's page query into the store's.
+func (q PageQuery) request() (store.PageRequest, error) {
+	p := store.PageRequest{Limit: q.Limit}
+	if p.Limit == 0 {
+		p.Limit = DefaultPageSize
+	}
+	if p.Limit < 1 || p.Limit > MaxPageSize {
+		return store.PageRequest{}, errkind.InvalidDetails("The page size is out of range.", errkind.Detail{Path: "/query/limit", Code: errkind.DetailInvalidValue})
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil {
+			return store.PageRequest{}, err
+		}
+		p.After = &store.PageCursor{CreatedAt: c.T, ID: c.ID}
+	}
+	return p, nil
+}
+
+func fromStorePage[T any](p store.Page[T]) Page[T] {
+	out := Page[T]{Items: p.Items}
+	if out.Items == nil {
+		out.Items = []T{}
+	}
+	if p.Next != nil {
+		out.NextCursor = encodeCursor(cursorJSON{T: p.Next.CreatedAt, ID: p.Next.ID})
+	}
+	return out
+}
+
+// eachNamespace calls fn with every Namespace, a page at a time, for
+// domain operations that act on all of them.
+func eachNamespace(ctx context.Context, st store.Store, fn func(store.Namespace) error) error {
+	p := store.PageRequest{Limit: MaxPageSize}
+	for {
+		page, err := st.ListNamespaces(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, ns := range page.Items {
+			if err := fn(ns); err != nil {
+				return err
+			}
+		}
+		if page.Next == nil {
+			return nil
+		}
+		p.After = page.Next
+	}
+}

@@ -1,0 +1,305 @@
+package sqlstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/testdb"
+)
+
+// Query-plan sizes: the scale of issue 15 (10,000 Agents in one Namespace,
+// 1,000 Namespaces), so that each planner, with fresh statistics, chooses
+// the plan it would choose in production.
+const (
+	planAgents     = 10_000
+	planNamespaces = 1_000
+	planAudit      = 10_000
+	planSessions   = 2_000
+)
+
+// bigTables are the tables the seed fills and no hot query may read in
+// full. (A planner rightly scans a table of a few rows, so the small ones
+// are not judged.)
+var bigTables = []string{"agents", "namespaces", "audit_events", "sessions"}
+
+// TestHotQueryPlans runs every read an API request makes on the hot paths
+// (session lookup, authorization, GET of one Agent or Namespace, a page of
+// each list, the audit page with each filter) on a seeded database, records
+// the SQL the store really sends, and asks each engine for its plan: a full
+// scan of a big table, or a sort of one (SQLite's temporary B-tree for ORDER
+// BY), fails the test.
+func TestHotQueryPlans(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := testCtx(t)
+		seed := seedPlanDatabase(t, ctx, s)
+
+		type rec struct {
+			q    string
+			args []any
+		}
+		var mu sync.Mutex
+		var recorded []rec
+		rs := sqlstore.RecordQueriesForTest(s, func(q string, args []any) {
+			mu.Lock()
+			defer mu.Unlock()
+			recorded = append(recorded, rec{q, append([]any(nil), args...)})
+		})
+		after := &store.PageCursor{CreatedAt: seed.midAgent.CreatedAt, ID: seed.midAgent.ID}
+		calls := []struct {
+			name string
+			run  func() error
+		}{
+			// Calls named "… after" page from a cursor; their plan must
+			// seek to it (see seeksToCursor).
+			{"GetSession", func() error { _, err := rs.GetSession(ctx, seed.session.TokenHash); return err }},
+			{"GetUser", func() error { _, err := rs.GetUser(ctx, seed.user.ID); return err }},
+			{"ListGrants", func() error { _, err := rs.ListGrants(ctx, seed.user.ID); return err }},
+			{"ListSubjectRestrictions", func() error { _, err := rs.ListSubjectRestrictions(ctx, seed.user.ID); return err }},
+			{"GetNamespace", func() error { _, err := rs.GetNamespace(ctx, seed.ns.ID); return err }},
+			{"ListNamespaces", func() error { _, err := rs.ListNamespaces(ctx, store.PageRequest{Limit: 50}); return err }},
+			{"ListNamespaces after", func() error {
+				_, err := rs.ListNamespaces(ctx, store.PageRequest{Limit: 50, After: &store.PageCursor{CreatedAt: seed.ns.CreatedAt, ID: seed.ns.ID}})
+				return err
+			}},
+			{"GetAgent", func() error { _, err := rs.GetAgent(ctx, seed.ns.ID, seed.midAgent.ID); return err }},
+			{"GetAgentFor", func() error {
+				_, err := rs.GetAgentFor(ctx, store.ActionRead, seed.ns.ID, seed.midAgent.ID)
+				return err
+			}},
+			{"ListAgents", func() error { _, err := rs.ListAgents(ctx, seed.ns.ID, store.PageRequest{Limit: 50}); return err }},
+			{"ListAgents after", func() error {
+				_, err := rs.ListAgents(ctx, seed.ns.ID, store.PageRequest{Limit: 50, After: after})
+				return err
+			}},
+			{"ListConfigurations", func() error { _, err := rs.ListConfigurations(ctx, seed.ns.ID); return err }},
+			{"ListRevisions", func() error { _, err := rs.ListRevisions(ctx, seed.ns.ID, seed.midAgent.ID); return err }},
+			{"ListAuditEvents", func() error { _, err := rs.ListAuditEvents(ctx, store.AuditFilter{}, nil, 51); return err }},
+			{"ListAuditEvents after", func() error {
+				_, err := rs.ListAuditEvents(ctx, store.AuditFilter{}, &store.AuditCursor{OccurredAt: seed.midAudit, ID: "aud_m"}, 51)
+				return err
+			}},
+			{"ListAuditEvents namespace", func() error {
+				_, err := rs.ListAuditEvents(ctx, store.AuditFilter{NamespaceID: seed.ns.ID}, nil, 51)
+				return err
+			}},
+			{"ListAuditEvents resource", func() error {
+				_, err := rs.ListAuditEvents(ctx, store.AuditFilter{ResourceKind: store.KindAgent, ResourceID: seed.midAgent.ID}, nil, 51)
+				return err
+			}},
+			{"ListAuditEvents actor", func() error {
+				_, err := rs.ListAuditEvents(ctx, store.AuditFilter{ActorID: seed.user.ID}, nil, 51)
+				return err
+			}},
+		}
+		for _, c := range calls {
+			mu.Lock()
+			recorded = recorded[:0]
+			mu.Unlock()
+			if err := c.run(); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			mu.Lock()
+			qs := append([]rec(nil), recorded...)
+			mu.Unlock()
+			if len(qs) == 0 {
+				t.Fatalf("%s sent no query", c.name)
+			}
+			for _, r := range qs {
+				plan := explain(t, ctx, s, r.q, r.args)
+				if bad := badPlanStep(s.Engine(), plan); bad != "" {
+					t.Errorf("%s: plan %q of\n%s\nhas %q", c.name, plan, r.q, bad)
+				}
+				if strings.HasSuffix(c.name, " after") && !seeksToCursor(s.Engine(), plan) {
+					t.Errorf("%s: plan %q of\n%s\ndoes not seek to the cursor in an index (it would walk every earlier row)", c.name, plan, r.q)
+				}
+			}
+		}
+	})
+}
+
+type planSeed struct {
+	ns       store.Namespace
+	midAgent store.Agent
+	user     store.User
+	session  store.Session
+	midAudit time.Time
+}
+
+// seedPlanDatabase fills the big tables with multi-row INSERTs of literal
+// values (fast on both engines), then refreshes the planner statistics.
+func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) planSeed {
+	t.Helper()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts := func(i int) string {
+		return base.Add(time.Duration(i) * time.Millisecond).Format("2006-01-02T15:04:05.000000Z")
+	}
+	ns := store.Namespace{ID: ids.New(ids.Namespace), Name: "big", Status: store.NamespaceReady, CreatedAt: base, UpdatedAt: base}
+	if err := s.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	cfg := store.Configuration{ID: ids.New(ids.Configuration), NamespaceID: ns.ID, Name: "cfg", Kind: store.ConfigurationKindAgent,
+		Document: json.RawMessage(`{}`), Generation: 1, CreatedAt: base, UpdatedAt: base}
+	if err := s.CreateConfiguration(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	u := store.User{ID: ids.New(ids.User), Email: "plan@example.com", PasswordHash: "x", CreatedAt: base}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	se := store.Session{TokenHash: make([]byte, 32), UserID: u.ID, ExpiresAt: base.Add(time.Hour), CreatedAt: base}
+	se.TokenHash[0] = 1
+	if err := s.CreateSession(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	bulk := func(head string, n int, row func(i int) string) {
+		t.Helper()
+		for start := 0; start < n; start += 500 {
+			var b strings.Builder
+			b.WriteString(head)
+			for i := start; i < min(n, start+500); i++ {
+				if i > start {
+					b.WriteString(",")
+				}
+				b.WriteString(row(i))
+			}
+			if _, err := s.DB().ExecContext(ctx, b.String()); err != nil {
+				t.Fatalf("seed: %v", err)
+			}
+		}
+	}
+	agentID := func(i int) string { return fmt.Sprintf("agt_%08d", i) }
+	bulk(`INSERT INTO agents (id, namespace_id, name, configuration_id, status, desired_runtime_state, created_at, updated_at) VALUES `,
+		planAgents, func(i int) string {
+			return fmt.Sprintf("('%s', '%s', 'a%d', '%s', 'active', 'stopped', '%s', '%s')", agentID(i), ns.ID, i, cfg.ID, ts(i), ts(i))
+		})
+	bulk(`INSERT INTO namespaces (id, name, status, created_at, updated_at) VALUES `,
+		planNamespaces-1, func(i int) string { return fmt.Sprintf("('ns_%08d', 'n%d', 'ready', '%s', '%s')", i, i, ts(i), ts(i)) })
+	bulk(`INSERT INTO audit_events (id, occurred_at, kind, actor_id, action, namespace_id, resource_kind, resource_id, outcome) VALUES `,
+		planAudit, func(i int) string {
+			actor := "usr_other"
+			if i%100 == 0 {
+				actor = u.ID
+			}
+			return fmt.Sprintf("('aud_%08d', '%s', 'mutation', '%s', 'openclaw.agents.create', '%s', 'agent', '%s', 'success')",
+				i, ts(i), actor, ns.ID, agentID(i%planAgents))
+		})
+	bulk(`INSERT INTO sessions (token_hash, user_id, expires_at, created_at) VALUES `,
+		planSessions, func(i int) string {
+			h := fmt.Sprintf("%064x", i+2)
+			lit := "X'" + h + "'"
+			if s.Engine() == sqlstore.EnginePostgres {
+				lit = `'\x` + h + `'::bytea`
+			}
+			return fmt.Sprintf("(%s, '%s', '%s', '%s')", lit, u.ID, ts(i), ts(i))
+		})
+	analyze := "ANALYZE"
+	if _, err := s.DB().ExecContext(ctx, analyze); err != nil {
+		t.Fatalf("ANALYZE: %v", err)
+	}
+	mid := planAgents / 2
+	return planSeed{
+		ns: ns, user: u, session: se, midAudit: base.Add(time.Duration(planAudit/2) * time.Millisecond),
+		midAgent: store.Agent{ID: agentID(mid), CreatedAt: base.Add(time.Duration(mid) * time.Millisecond)},
+	}
+}
+
+// explain returns the engine's plan of q as one line per step.
+func explain(t *testing.T, ctx context.Context, s *sqlstore.Store, q string, args []any) string {
+	t.Helper()
+	prefix := "EXPLAIN "
+	if s.Engine() == sqlstore.EngineSQLite {
+		prefix = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := s.DB().QueryContext(ctx, prefix+q, args...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		// The step text is the last column on both engines (SQLite's
+		// detail, PostgreSQL's QUERY PLAN).
+		lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, " | ")
+}
+
+var (
+	sqliteFullScan = regexp.MustCompile(`\bSCAN (\w+)( AS \w+)?$`)
+	pgSeqScan      = regexp.MustCompile(`Seq Scan on (\w+)`)
+)
+
+// badPlanStep names the first step of plan that reads a big table in full
+// or sorts it, or returns "".
+func badPlanStep(engine, plan string) string {
+	big := func(name string) bool {
+		for _, b := range bigTables {
+			if b == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, step := range strings.Split(plan, " | ") {
+		step = strings.TrimSpace(step)
+		switch engine {
+		case sqlstore.EngineSQLite:
+			if m := sqliteFullScan.FindStringSubmatch(step); m != nil && big(m[1]) {
+				return step
+			}
+			if strings.Contains(step, "USE TEMP B-TREE FOR ORDER BY") {
+				return step
+			}
+		default:
+			if m := pgSeqScan.FindStringSubmatch(step); m != nil && big(m[1]) {
+				return step
+			}
+		}
+	}
+	return ""
+}
+
+var cursorBound = regexp.MustCompile(`\b(created_at|occurred_at) ?[<>]`)
+
+// seeksToCursor reports whether the plan bounds an index search by the
+// cursor's time: SQLite's SEARCH … (… AND created_at>?), PostgreSQL's
+// Index Cond with created_at >= … (a Filter is not a seek).
+func seeksToCursor(engine, plan string) bool {
+	for _, step := range strings.Split(plan, " | ") {
+		step = strings.TrimSpace(step)
+		if engine == sqlstore.EngineSQLite && !strings.HasPrefix(step, "SEARCH") {
+			continue
+		}
+		if engine != sqlstore.EngineSQLite && !strings.Contains(step, "Index Cond") {
+			continue
+		}
+		if cursorBound.MatchString(step) {
+			return true
+		}
+	}
+	return false
+}
