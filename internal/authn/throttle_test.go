@@ -117,7 +117,9 @@ func TestThrottleAddressLimits(t *testing.T) {
 	acct := ThrottlePolicy{Free: 100, Lock: 200, BaseDelay: time.Second, MaxDelay: time.Second, Lockout: time.Minute, Window: time.Hour}
 	addr := ThrottlePolicy{Free: 2, Lock: 3, BaseDelay: time.Second, MaxDelay: time.Second, Lockout: time.Minute, Window: time.Hour}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	spray := func(i int, a netip.Addr) step { return step{advance: time.Second, email: fmt.Sprintf("u%d@x", i), addr: a} }
+	spray := func(i int, a netip.Addr) step {
+		return step{advance: time.Second, email: fmt.Sprintf("u%d@x", i), addr: a}
+	}
 	v6 := func(s string) netip.Addr { return netip.MustParseAddr(s) }
 	tests := []struct {
 		name  string

@@ -49,8 +49,8 @@ type Options struct {
 	// Throttle holds the sign-in counters; nil means one with the default
 	// policies (authn.DefaultAccountPolicy, authn.DefaultAddressPolicy).
 	Throttle *authn.Throttle
-	Logger         *slog.Logger
-	Now            func() time.Time
+	Logger   *slog.Logger
+	Now      func() time.Time
 	// Driver is the Compute driver; nil means none is configured (the
 	// unconfigured driver: deployments fail with COMPUTE_NOT_CONFIGURED).
 	Driver compute.Driver

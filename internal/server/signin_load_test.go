@@ -170,7 +170,7 @@ func TestSignInUnderAttack(t *testing.T) {
 	}
 	wantEvents := map[string]int{
 		// Delays: failures Free+1 .. Lock-1 on each key; then one lockout.
-		"openclaw.auth.sign_in.throttle denied SIGN_IN_THROTTLED account " + victimID: acctPolicy.Lock - acctPolicy.Free - 1,
+		"openclaw.auth.sign_in.throttle denied SIGN_IN_THROTTLED account " + victimID:  acctPolicy.Lock - acctPolicy.Free - 1,
 		"openclaw.auth.sign_in.throttle denied SIGN_IN_THROTTLED address " + sprayAddr: addrPolicy.Lock - addrPolicy.Free - 1,
 		"openclaw.auth.sign_in.lockout denied SIGN_IN_LOCKED account " + victimID:      1,
 		"openclaw.auth.sign_in.lockout denied SIGN_IN_LOCKED address " + sprayAddr:     1,
