@@ -42,6 +42,12 @@ var allowedDetails = map[string]bool{
 	"decision":           true,
 	"restrictionId":      true,
 	"expiresAt":          true,
+	// Sign-in throttling (authn.Throttle): which counter, how many
+	// failures, until when, and the client address it keys on.
+	"throttleScope": true,
+	"failures":      true,
+	"until":         true,
+	"clientAddress": true,
 }
 
 // Recorder writes audit events.

@@ -7,8 +7,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 
@@ -55,19 +58,96 @@ const (
 	MaxPasswordLen = 1024
 )
 
-// maxConcurrentHashes bounds how many argon2 computations run at once. Each
-// one holds argonMemoryKiB of memory, so a burst of sign-ins would otherwise
-// be a cheap way to exhaust the server's memory; beyond the bound callers
-// queue. 4 × 64 MiB = 256 MiB at most.
-const maxConcurrentHashes = 4
+// Password hashing admission. Each argon2 run holds argonMemoryKiB (64 MiB)
+// for its duration, so the number of runs in flight, not the number of
+// requests, decides the server's memory: without a bound a burst of
+// sign-ins is a cheap way to exhaust the host. At most HashConcurrency()
+// runs proceed at once; a caller beyond that waits up to HashWait() for a
+// slot and then fails with 503 DEPENDENCY_UNAVAILABLE and a Retry-After,
+// so waiting callers cannot pile up without bound either (each holds only
+// its goroutine and request, a few KiB).
+//
+// The bound is per process, which is what memory is: it is a package
+// setting (SetHashing) rather than a field of Sessions so that every
+// hashing path shares it (sign-in, user creation, bootstrap).
+const (
+	// DefaultHashWait is how long a caller waits for a hashing slot.
+	DefaultHashWait = 2 * time.Second
+	// MaxHashConcurrency caps the configurable bound (64 × 64 MiB = 4 GiB).
+	MaxHashConcurrency = 64
+)
 
-var hashSlots = make(chan struct{}, maxConcurrentHashes)
+// DefaultHashConcurrency is the bound when none is configured: GOMAXPROCS,
+// at most 4. One argon2 run with p=2 already keeps two cores busy, so more
+// concurrent runs than cores only add memory, not throughput.
+func DefaultHashConcurrency() int { return min(runtime.GOMAXPROCS(0), 4) }
 
-// acquireHashSlot waits for a free argon2 slot or for ctx to end.
+type hashLimiter struct {
+	slots chan struct{}
+	wait  time.Duration
+	// inFlight and peak count runs for HashStats.
+	inFlight, peak atomic.Int64
+}
+
+var hashing atomic.Pointer[hashLimiter]
+
+func init() { SetHashing(0, 0) }
+
+// SetHashing sets how many password hashes may run at once (n <= 0: the
+// default; capped at MaxHashConcurrency) and how long a caller waits for
+// a slot (wait <= 0: DefaultHashWait). Runs already holding a slot of the
+// previous setting finish under it. The server calls it once at start.
+func SetHashing(n int, wait time.Duration) {
+	if n <= 0 {
+		n = DefaultHashConcurrency()
+	}
+	n = min(n, MaxHashConcurrency)
+	if wait <= 0 {
+		wait = DefaultHashWait
+	}
+	hashing.Store(&hashLimiter{slots: make(chan struct{}, n), wait: wait})
+}
+
+// HashStats reports the current bound and the most runs that were ever in
+// flight at once under it (for tests and the reliability figures).
+func HashStats() (limit, peak int) {
+	l := hashing.Load()
+	return cap(l.slots), int(l.peak.Load())
+}
+
+// errHashBusy answers a caller that found no hashing slot in time. It is
+// Unavailable (503), not TooManyRequests: the server is saturated, not the
+// caller misbehaving.
+func errHashBusy() error {
+	return errkind.WithRetryAfter(errkind.Unavailable, "The server is busy verifying passwords; try again shortly.", time.Second)
+}
+
+// acquireHashSlot waits for a free argon2 slot, at most the configured
+// wait and never past ctx. A context that ends first returns its error.
 func acquireHashSlot(ctx context.Context) (release func(), err error) {
+	l := hashing.Load()
+	got := func() func() {
+		n := l.inFlight.Add(1)
+		for {
+			p := l.peak.Load()
+			if n <= p || l.peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		return func() { l.inFlight.Add(-1); <-l.slots }
+	}
 	select {
-	case hashSlots <- struct{}{}:
-		return func() { <-hashSlots }, nil
+	case l.slots <- struct{}{}:
+		return got(), nil
+	default:
+	}
+	t := time.NewTimer(l.wait)
+	defer t.Stop()
+	select {
+	case l.slots <- struct{}{}:
+		return got(), nil
+	case <-t.C:
+		return nil, errHashBusy()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -97,7 +177,7 @@ func ValidatePassword(pw string) error {
 //	$argon2id$v=19$m=65536,t=3,p=2$<salt>$<hash>
 //
 // with salt and hash in unpadded standard base64. It may wait for a free
-// hashing slot (see maxConcurrentHashes).
+// hashing slot (see SetHashing) and fails with 503 if none frees in time.
 func HashPassword(pw string) (string, error) {
 	if err := ValidatePassword(pw); err != nil {
 		return "", err
@@ -105,7 +185,7 @@ func HashPassword(pw string) (string, error) {
 	return hashPassword(context.Background(), pw)
 }
 
-// hashPassword hashes without the policy check; the dummy hash uses it too.
+// hashPassword hashes without the policy check.
 func hashPassword(ctx context.Context, pw string) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	if _, err := rand.Read(salt); err != nil {

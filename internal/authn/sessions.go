@@ -7,8 +7,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/crypto/argon2"
 
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
@@ -75,34 +78,89 @@ type Sessions struct {
 	ttl        time.Duration
 	secure     bool
 	cookieName string
+	throttle   *Throttle
+	onThrottle func(context.Context, ThrottleEvent)
 	// verify is verifyPassword; tests replace it to observe that every
 	// sign-in attempt pays for one hash.
 	verify func(ctx context.Context, encoded, pw string) (bool, error)
 }
 
+// SessionOptions configure NewSessionsWith.
+type SessionOptions struct {
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// TTL is the absolute session lifetime (<= 0: DefaultSessionTTL).
+	TTL time.Duration
+	// PublicOriginHTTPS selects the __Host- cookie with Secure.
+	PublicOriginHTTPS bool
+	// Throttle holds the sign-in counters (nil: a fresh one with the
+	// default policies).
+	Throttle *Throttle
+	// OnThrottle is told about every delay and lockout a failed sign-in
+	// imposes, to audit it; nil means nobody is told. It must not block
+	// for long: the sign-in answers after it returns.
+	OnThrottle func(context.Context, ThrottleEvent)
+}
+
+// ThrottleEvent is a delay or lockout imposed by a failed sign-in. It
+// carries no password and, when no user has the email, no email either
+// (what was typed may be a password typed into the wrong field).
+type ThrottleEvent struct {
+	Imposition
+	// UserID is the account's user, or "" when no user has the email.
+	UserID string
+	// ClientAddr is the client address the attempt came from (invalid
+	// when unknown).
+	ClientAddr netip.Addr
+}
+
 // NewSessions returns Sessions over st. now is the clock (nil: time.Now);
 // ttl is the session lifetime (zero or negative: DefaultSessionTTL);
 // publicOriginHTTPS selects the __Host- cookie with Secure.
+func NewSessions(st SessionStore, now func() time.Time, ttl time.Duration, publicOriginHTTPS bool) *Sessions {
+	return NewSessionsWith(st, SessionOptions{Now: now, TTL: ttl, PublicOriginHTTPS: publicOriginHTTPS})
+}
+
+// NewSessionsWith returns Sessions over st with o.
 //
 // It computes the dummy hash used for unknown emails on first use in the
 // process (one argon2 run), so that the first failed sign-in is not faster
 // than later ones.
-func NewSessions(st SessionStore, now func() time.Time, ttl time.Duration, publicOriginHTTPS bool) *Sessions {
-	if now == nil {
-		now = time.Now
+func NewSessionsWith(st SessionStore, o SessionOptions) *Sessions {
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if ttl <= 0 {
-		ttl = DefaultSessionTTL
+	if o.TTL <= 0 {
+		o.TTL = DefaultSessionTTL
+	}
+	if o.Throttle == nil {
+		o.Throttle = NewThrottle(DefaultAccountPolicy, DefaultAddressPolicy, 0)
 	}
 	dummyHash()
 	return &Sessions{
 		store:      st,
-		now:        now,
-		ttl:        ttl,
-		secure:     publicOriginHTTPS,
-		cookieName: SessionCookieName(publicOriginHTTPS),
+		now:        o.Now,
+		ttl:        o.TTL,
+		secure:     o.PublicOriginHTTPS,
+		cookieName: SessionCookieName(o.PublicOriginHTTPS),
+		throttle:   o.Throttle,
+		onThrottle: o.OnThrottle,
 		verify:     verifyPassword,
 	}
+}
+
+type clientAddrKey struct{}
+
+// WithClientAddr returns ctx carrying the request's client address, as the
+// admission layer determined it from the peer and the trusted proxies.
+func WithClientAddr(ctx context.Context, a netip.Addr) context.Context {
+	return context.WithValue(ctx, clientAddrKey{}, a)
+}
+
+// ClientAddrFrom returns the client address in ctx, or the invalid Addr.
+func ClientAddrFrom(ctx context.Context) netip.Addr {
+	a, _ := ctx.Value(clientAddrKey{}).(netip.Addr)
+	return a
 }
 
 // CookieName is the name of the session cookie.
@@ -113,54 +171,60 @@ func (s *Sessions) CookieName() string { return s.cookieName }
 // email costs the same argon2 work as a wrong password and response time
 // does not reveal which emails have accounts.
 var dummyHash = sync.OnceValue(func() string {
-	h, err := hashPassword(context.Background(), GeneratePassword())
-	if err != nil {
+	// Computed outside the hashing slots: it runs once per process, and a
+	// busy limiter must not make it fail.
+	salt := make([]byte, argonSaltLen)
+	if _, err := rand.Read(salt); err != nil {
 		// Only a failing random source gets here; Go treats that as fatal.
 		panic(fmt.Sprintf("authn: dummy hash: %v", err))
 	}
-	return h
+	key := argon2.IDKey([]byte(GeneratePassword()), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
+	return encodeHash(argonParams{memory: argonMemoryKiB, time: argonTime, threads: argonThreads}, salt, key)
 })
 
 // signInMessage is the one answer to a failed sign-in, whatever the reason.
 const signInMessage = "invalid email or password"
 
+// throttledMessage is the one answer to a throttled sign-in, whichever
+// counter refused it and whether or not the email has an account.
+const throttledMessage = "Too many sign-in attempts; try again later."
+
 func errSignIn() error { return errkind.New(errkind.Unauthenticated, signInMessage) }
 
 // SignIn checks email and password and, when they match, creates a session
-// and returns its cookie and the user (with PasswordHash cleared).
+// and returns its cookie and the user (with PasswordHash cleared). Every
+// sign-in creates a new session with a new token: a token a browser held
+// before (or an attacker planted) never becomes signed in.
 //
-// An unknown email, a user without a password and a wrong password all
-// answer errkind.Unauthenticated with the same message after the same
-// amount of hashing. A failing store is returned as an error of its own
-// kind (not 401): the caller did nothing wrong.
+// The attempt first passes the throttle (see Throttle): a delayed or locked
+// account or client address answers errkind.TooManyRequests (429) with a
+// Retry-After and no hashing. An unknown email, a user without a password
+// and a wrong password all answer errkind.Unauthenticated with the same
+// message after the same amount of hashing, and count the same in the
+// throttle. When no hashing slot frees in time the answer is 503 with a
+// Retry-After (see SetHashing), and the attempt does not count. A failing
+// store is returned as an error of its own kind (not 401): the caller did
+// nothing wrong.
 func (s *Sessions) SignIn(ctx context.Context, email, password string) (*http.Cookie, store.User, error) {
-	sctx := systemContext(ctx)
-	user, err := s.store.GetUserByEmail(sctx, email)
+	addr := ClientAddrFrom(ctx)
+	tk, wait, ok := s.throttle.Begin(email, addr, s.now())
+	if !ok {
+		return nil, store.User{}, errkind.WithRetryAfter(errkind.TooManyRequests, throttledMessage, wait)
+	}
+	user, judged, err := s.check(ctx, email, password)
 	switch {
-	case errkind.Is(err, errkind.NotFound):
-		user = store.User{} // verify against the dummy hash below
+	case !judged:
+		s.throttle.Abandon(tk)
+		return nil, store.User{}, err
 	case err != nil:
-		return nil, store.User{}, storeError("load user", err)
-	}
-
-	encoded := user.PasswordHash
-	if user.ID == "" || encoded == "" {
-		encoded = dummyHash()
-	}
-	ok, err := s.verify(ctx, encoded, password)
-	if err != nil {
-		if ctx.Err() != nil {
-			// Gave up waiting for a hashing slot.
-			return nil, store.User{}, fmt.Errorf("authn: verify password: %w", err)
+		for _, imp := range s.throttle.Fail(tk) {
+			if s.onThrottle != nil {
+				s.onThrottle(ctx, ThrottleEvent{Imposition: imp, UserID: user.ID, ClientAddr: addr})
+			}
 		}
-		// The stored hash is corrupt or tampered with. Answer exactly like
-		// a wrong password, so the response does not reveal that this email
-		// has an account; the cause travels in the error chain for logs.
-		return nil, store.User{}, errkind.Wrap(errkind.Unauthenticated, signInMessage, err)
+		return nil, store.User{}, err
 	}
-	if !ok || user.ID == "" || user.PasswordHash == "" {
-		return nil, store.User{}, errSignIn()
-	}
+	s.throttle.Succeed(tk)
 
 	var token [sessionTokenLen]byte
 	if _, err := rand.Read(token[:]); err != nil {
@@ -174,11 +238,45 @@ func (s *Sessions) SignIn(ctx context.Context, email, password string) (*http.Co
 		ExpiresAt: now.Add(s.ttl),
 		CreatedAt: now,
 	}
+	sctx := systemContext(ctx)
 	if err := s.store.CreateSession(sctx, sess); err != nil {
 		return nil, store.User{}, storeError("create session", err)
 	}
 	user.PasswordHash = ""
 	return s.cookie(b64url.EncodeToString(token[:]), sess.ExpiresAt, int(s.ttl/time.Second)), user, nil
+}
+
+// check verifies email and password. judged is false when no verdict was
+// reached (store failure, no hashing slot, context ended): the attempt
+// must not count. A wrong credential is judged with the generic 401 and,
+// when a user has the email, that user (for the audit).
+func (s *Sessions) check(ctx context.Context, email, password string) (user store.User, judged bool, err error) {
+	user, err = s.store.GetUserByEmail(systemContext(ctx), email)
+	switch {
+	case errkind.Is(err, errkind.NotFound):
+		user = store.User{} // verify against the dummy hash below
+	case err != nil:
+		return store.User{}, false, storeError("load user", err)
+	}
+	encoded := user.PasswordHash
+	if user.ID == "" || encoded == "" {
+		encoded = dummyHash()
+	}
+	ok, err := s.verify(ctx, encoded, password)
+	if err != nil {
+		if ctx.Err() != nil || errkind.Is(err, errkind.Unavailable) {
+			// Gave up waiting for a hashing slot.
+			return store.User{}, false, fmt.Errorf("authn: verify password: %w", err)
+		}
+		// The stored hash is corrupt or tampered with. Answer exactly like
+		// a wrong password, so the response does not reveal that this email
+		// has an account; the cause travels in the error chain for logs.
+		return user, true, errkind.Wrap(errkind.Unauthenticated, signInMessage, err)
+	}
+	if !ok || user.ID == "" || user.PasswordHash == "" {
+		return user, true, errSignIn()
+	}
+	return user, true, nil
 }
 
 // SignOut deletes the session named by r's cookie, if any, and returns a

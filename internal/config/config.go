@@ -42,8 +42,20 @@ type Config struct {
 	// headers are believed. Empty means forwarding headers are never
 	// trusted.
 	TrustedProxies []string
-	// SessionTTL is how long a browser session lasts after sign-in.
+	// SessionTTL is how long a browser session lasts after sign-in
+	// (absolute: use does not extend it).
 	SessionTTL time.Duration
+	// SessionIdleTimeout ends a session that has not been used for this
+	// long, before SessionTTL.
+	SessionIdleTimeout time.Duration
+	// PasswordHashConcurrency is how many argon2id password hashes (64 MiB
+	// each) may run at once; 0 means the default (GOMAXPROCS, at most 4).
+	PasswordHashConcurrency int
+	// TLSCertFile and TLSKeyFile, when both set, make the listener serve
+	// HTTPS with this PEM certificate chain and key, re-read when the
+	// files change. "occ server" refuses to start with only one of them.
+	TLSCertFile string
+	TLSKeyFile  string
 	// ShutdownTimeout bounds the graceful shutdown after SIGTERM: in-flight
 	// requests get this long to finish before connections are closed.
 	ShutdownTimeout time.Duration
@@ -100,10 +112,13 @@ const (
 	DefaultDataDir              = ".occ"
 	DefaultListen               = "127.0.0.1:8080"
 	DefaultSessionTTL           = 12 * time.Hour
-	DefaultShutdownTimeout      = 15 * time.Second
-	DefaultBootstrapAdminEmail  = "admin@localhost"
-	DefaultLogLevel             = "info"
-	DefaultLogFormat            = "text"
+	DefaultSessionIdleTimeout   = 2 * time.Hour
+	// MaxPasswordHashConcurrency mirrors authn.MaxHashConcurrency.
+	MaxPasswordHashConcurrency = 64
+	DefaultShutdownTimeout     = 15 * time.Second
+	DefaultBootstrapAdminEmail = "admin@localhost"
+	DefaultLogLevel            = "info"
+	DefaultLogFormat           = "text"
 )
 
 // Default returns the configuration used when nothing is set: the embedded
@@ -121,6 +136,7 @@ func defaults() Config {
 		DataDir:              DefaultDataDir,
 		Listen:               DefaultListen,
 		SessionTTL:           DefaultSessionTTL,
+		SessionIdleTimeout:   DefaultSessionIdleTimeout,
 		ShutdownTimeout:      DefaultShutdownTimeout,
 		BootstrapAdminEmail:  DefaultBootstrapAdminEmail,
 		LogLevel:             DefaultLogLevel,
@@ -178,6 +194,12 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	if c.ShutdownTimeout <= 0 {
 		add(fmt.Errorf("shutdown timeout must be positive, got %s", c.ShutdownTimeout))
 	}
+	if c.SessionIdleTimeout <= 0 {
+		add(fmt.Errorf("session idle timeout must be positive, got %s", c.SessionIdleTimeout))
+	}
+	if c.PasswordHashConcurrency < 0 || c.PasswordHashConcurrency > MaxPasswordHashConcurrency {
+		add(fmt.Errorf("password hash concurrency must be between 0 (default) and %d, got %d", MaxPasswordHashConcurrency, c.PasswordHashConcurrency))
+	}
 	add(validateEmail(c.BootstrapAdminEmail))
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -202,6 +224,7 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	}
 	for _, f := range []struct{ name, path string }{
 		{"OpenClaw runtime", c.OpenClawRuntime}, {"gateway API key file", c.GatewayAPIKeyFile}, {"gateway CA file", c.GatewayCAFile},
+		{"TLS certificate file", c.TLSCertFile}, {"TLS key file", c.TLSKeyFile},
 	} {
 		if f.path != "" && !filepath.IsAbs(f.path) {
 			add(fmt.Errorf("%s %q must be an absolute path", f.name, f.path))
@@ -345,6 +368,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("publicOrigin", c.PublicOrigin),
 		slog.Any("trustedProxies", c.TrustedProxies),
 		slog.Duration("sessionTTL", c.SessionTTL),
+		slog.Duration("sessionIdleTimeout", c.SessionIdleTimeout),
+		slog.Int("passwordHashConcurrency", c.PasswordHashConcurrency),
+		slog.String("tlsCertFile", c.TLSCertFile),
 		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.String("bootstrapAdminEmail", c.BootstrapAdminEmail),
 		slog.String("bootstrapAdminPasswordFile", c.BootstrapAdminPasswordFile),

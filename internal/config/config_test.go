@@ -55,6 +55,11 @@ databaseURL: postgres://occ@db.internal:5432/occ
 publicOrigin: https://occ.example.com
 trustedProxies: [10.0.0.0/8, "fd00::/8"]
 sessionTTL: 8h
+sessionIdleTimeout: 30m
+passwordHashConcurrency: 2
+tls:
+  certFile: /etc/occ/tls.crt
+  keyFile: /etc/occ/tls.key
 shutdownTimeout: 30s
 bootstrapAdmin:
   email: ops@example.com
@@ -86,6 +91,10 @@ func fullFileConfig() Config {
 		PublicOrigin:               "https://occ.example.com",
 		TrustedProxies:             []string{"10.0.0.0/8", "fd00::/8"},
 		SessionTTL:                 8 * time.Hour,
+		SessionIdleTimeout:         30 * time.Minute,
+		PasswordHashConcurrency:    2,
+		TLSCertFile:                "/etc/occ/tls.crt",
+		TLSKeyFile:                 "/etc/occ/tls.key",
 		ShutdownTimeout:            30 * time.Second,
 		BootstrapAdminEmail:        "ops@example.com",
 		BootstrapAdminPasswordFile: "/run/secrets/occ-admin",
@@ -282,6 +291,10 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"public-origin":                 "https://occ.example.com",
 		"trusted-proxies":               "10.1.0.0/16",
 		"session-ttl":                   "2h",
+		"session-idle-timeout":          "20m",
+		"password-hash-concurrency":     "3",
+		"tls-cert-file":                 "/etc/occ/tls.crt",
+		"tls-key-file":                  "/etc/occ/tls.key",
 		"shutdown-timeout":              "3s",
 		"bootstrap-admin-email":         "first@example.com",
 		"bootstrap-admin-password-file": "/run/secrets/pw",
@@ -344,8 +357,8 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker":
-		return v // a YAML boolean, not a string
+	case "embedded-worker", "password-hash-concurrency":
+		return v // a YAML boolean or number, not a string
 	}
 	return `"` + v + `"`
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,26 @@ var options = []option{
 		flag: "session-ttl", env: "OCC_SESSION_TTL", yaml: "sessionTTL", typ: "duration", def: shortDuration(DefaultSessionTTL),
 		usage: "lifetime of a browser session",
 		set:   func(c *Config, s string) error { return setDuration(&c.SessionTTL, s) },
+	},
+	{
+		flag: "session-idle-timeout", env: "OCC_SESSION_IDLE_TIMEOUT", yaml: "sessionIdleTimeout", typ: "duration", def: shortDuration(DefaultSessionIdleTimeout),
+		usage: "a browser session unused for this long ends before its lifetime",
+		set:   func(c *Config, s string) error { return setDuration(&c.SessionIdleTimeout, s) },
+	},
+	{
+		flag: "password-hash-concurrency", env: "OCC_PASSWORD_HASH_CONCURRENCY", yaml: "passwordHashConcurrency", typ: "int", def: "GOMAXPROCS, at most 4",
+		usage: "how many password hashes (64 MiB each) run at once; 0 means the default",
+		set:   func(c *Config, s string) error { return setInt(&c.PasswordHashConcurrency, s) },
+	},
+	{
+		flag: "tls-cert-file", env: "OCC_TLS_CERT_FILE", yaml: "tls.certFile", typ: "path",
+		usage: "PEM certificate chain to serve HTTPS with (with --tls-key-file); re-read when it changes",
+		set:   func(c *Config, s string) error { c.TLSCertFile = s; return nil },
+	},
+	{
+		flag: "tls-key-file", env: "OCC_TLS_KEY_FILE", yaml: "tls.keyFile", typ: "path",
+		usage: "PEM private key of --tls-cert-file; re-read when it changes",
+		set:   func(c *Config, s string) error { c.TLSKeyFile = s; return nil },
 	},
 	{
 		flag: "shutdown-timeout", env: "OCC_SHUTDOWN_TIMEOUT", yaml: "shutdownTimeout", typ: "duration", def: shortDuration(DefaultShutdownTimeout),
@@ -145,6 +166,16 @@ func setBool(b *bool, s string) error {
 	default:
 		return fmt.Errorf("%q is not true or false", s)
 	}
+	return nil
+}
+
+// setInt parses a decimal integer.
+func setInt(n *int, s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", s)
+	}
+	*n = v
 	return nil
 }
 
@@ -303,6 +334,9 @@ type fileConfig struct {
 	PublicOrigin    string             `yaml:"publicOrigin"`
 	TrustedProxies  []string           `yaml:"trustedProxies"`
 	SessionTTL      time.Duration      `yaml:"sessionTTL"`
+	SessionIdle     time.Duration      `yaml:"sessionIdleTimeout"`
+	HashConcurrency int                `yaml:"passwordHashConcurrency"`
+	TLS             fileTLS            `yaml:"tls"`
 	ShutdownTimeout time.Duration      `yaml:"shutdownTimeout"`
 	BootstrapAdmin  fileBootstrapAdmin `yaml:"bootstrapAdmin"`
 	Log             fileLog            `yaml:"log"`
@@ -347,6 +381,11 @@ type fileBootstrapAdmin struct {
 	PasswordFile string `yaml:"passwordFile"`
 }
 
+type fileTLS struct {
+	CertFile string `yaml:"certFile"`
+	KeyFile  string `yaml:"keyFile"`
+}
+
 type fileLog struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
@@ -365,6 +404,7 @@ var sectionOf = map[string]string{
 	"config.fileWorkspaceFiles": "workspaceFiles.",
 	"config.fileWorker":         "worker.",
 	"config.fileMetrics":        "metrics.",
+	"config.fileTLS":            "tls.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
@@ -402,6 +442,9 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		PublicOrigin:    c.PublicOrigin,
 		TrustedProxies:  c.TrustedProxies,
 		SessionTTL:      c.SessionTTL,
+		SessionIdle:     c.SessionIdleTimeout,
+		HashConcurrency: c.PasswordHashConcurrency,
+		TLS:             fileTLS{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile},
 		ShutdownTimeout: c.ShutdownTimeout,
 		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
 		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
@@ -451,6 +494,10 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		PublicOrigin:               fc.PublicOrigin,
 		TrustedProxies:             fc.TrustedProxies,
 		SessionTTL:                 fc.SessionTTL,
+		SessionIdleTimeout:         fc.SessionIdle,
+		PasswordHashConcurrency:    fc.HashConcurrency,
+		TLSCertFile:                fc.TLS.CertFile,
+		TLSKeyFile:                 fc.TLS.KeyFile,
 		ShutdownTimeout:            fc.ShutdownTimeout,
 		BootstrapAdminEmail:        fc.BootstrapAdmin.Email,
 		BootstrapAdminPasswordFile: fc.BootstrapAdmin.PasswordFile,

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Kind classifies a failure. The zero value is Internal.
@@ -28,6 +29,7 @@ const (
 	PreconditionFailed             // 412 PRECONDITION_FAILED
 	TooLarge                       // 413 PAYLOAD_TOO_LARGE
 	UnsupportedMedia               // 415 UNSUPPORTED_MEDIA_TYPE
+	TooManyRequests                // 429 TOO_MANY_REQUESTS: throttled; Data["retryAfterSeconds"] says when to come back
 	NotImplemented                 // 501 NOT_IMPLEMENTED
 	Unavailable                    // 503 DEPENDENCY_UNAVAILABLE
 	OutcomeUnknown                 // 503 UNKNOWN_OUTCOME: a write may or may not have been applied
@@ -49,6 +51,7 @@ const (
 	CodePreconditionFailed = "PRECONDITION_FAILED"
 	CodePayloadTooLarge    = "PAYLOAD_TOO_LARGE"
 	CodeUnsupportedMedia   = "UNSUPPORTED_MEDIA_TYPE"
+	CodeTooManyRequests    = "TOO_MANY_REQUESTS"
 	CodeNotImplemented     = "NOT_IMPLEMENTED"
 	CodeUnavailable        = "DEPENDENCY_UNAVAILABLE"
 	CodeUnknownOutcome     = "UNKNOWN_OUTCOME"
@@ -127,6 +130,7 @@ var status = map[Kind]int{
 	PreconditionFailed: 412, // http.StatusPreconditionFailed
 	TooLarge:           413, // http.StatusRequestEntityTooLarge
 	UnsupportedMedia:   415, // http.StatusUnsupportedMediaType
+	TooManyRequests:    429, // http.StatusTooManyRequests
 	NotImplemented:     501, // http.StatusNotImplemented
 	Unavailable:        503, // http.StatusServiceUnavailable
 	OutcomeUnknown:     503, // http.StatusServiceUnavailable
@@ -143,6 +147,7 @@ var defaultCode = map[Kind]string{
 	PreconditionFailed: CodePreconditionFailed,
 	TooLarge:           CodePayloadTooLarge,
 	UnsupportedMedia:   CodeUnsupportedMedia,
+	TooManyRequests:    CodeTooManyRequests,
 	NotImplemented:     CodeNotImplemented,
 	Unavailable:        CodeUnavailable,
 	OutcomeUnknown:     CodeUnknownOutcome,
@@ -154,6 +159,22 @@ func New(k Kind, msg string) *Error { return &Error{Kind: k, Message: msg} }
 // Newf is New with formatting. Never format content or secrets into msg.
 func Newf(k Kind, format string, args ...any) *Error {
 	return &Error{Kind: k, Message: fmt.Sprintf(format, args...)}
+}
+
+// RetryAfterKey is the Data key of an error that tells the client when to
+// try again, in whole seconds (an int). The HTTP layer also sends it as the
+// Retry-After header.
+const RetryAfterKey = "retryAfterSeconds"
+
+// WithRetryAfter returns an error of kind k (TooManyRequests or
+// Unavailable) that asks the client to come back after d, rounded up to a
+// whole second and at least one.
+func WithRetryAfter(k Kind, msg string, d time.Duration) *Error {
+	secs := int((d + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	return &Error{Kind: k, Message: msg, Data: map[string]any{RetryAfterKey: secs}}
 }
 
 // WithCode returns an error of kind k that answers with a specific code.

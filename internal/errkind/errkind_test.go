@@ -27,6 +27,7 @@ func TestStatusAndCode(t *testing.T) {
 		{New(PreconditionFailed, "x"), sc{412, "PRECONDITION_FAILED"}},
 		{New(TooLarge, "x"), sc{413, "PAYLOAD_TOO_LARGE"}},
 		{New(UnsupportedMedia, "x"), sc{415, "UNSUPPORTED_MEDIA_TYPE"}},
+		{New(TooManyRequests, "x"), sc{429, "TOO_MANY_REQUESTS"}},
 		{New(Internal, "x"), sc{500, "INTERNAL_ERROR"}},
 		{New(NotImplemented, "x"), sc{501, "NOT_IMPLEMENTED"}},
 		{New(Unavailable, "x"), sc{503, "DEPENDENCY_UNAVAILABLE"}},
@@ -57,7 +58,7 @@ func TestCodesByStatus(t *testing.T) {
 		400: {CodeInvalidRequest}, 401: {CodeUnauthenticated}, 403: {CodeForbidden}, 404: {CodeNotFound},
 		405: {CodeMethodNotAllowed},
 		409: {CodeAgentDeleting, CodeInstallationExists, CodeNamespaceNotEmpty, CodeNamespaceNotReady, CodeResourceConflict},
-		412: {CodePreconditionFailed}, 413: {CodePayloadTooLarge}, 415: {CodeUnsupportedMedia},
+		412: {CodePreconditionFailed}, 413: {CodePayloadTooLarge}, 415: {CodeUnsupportedMedia}, 429: {CodeTooManyRequests},
 		500: {CodeInternal}, 501: {CodeNotImplemented}, 503: {CodeUnavailable, CodeUnknownOutcome},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -112,6 +112,11 @@ func writeErrorBody(w http.ResponseWriter, r *http.Request, e *errkind.Error) {
 			data = without(data, "allow")
 		}
 	}
+	// A throttled or overloaded reply says when to come back, in the
+	// header HTTP clients honour as well as in the body.
+	if secs, ok := data[errkind.RetryAfterKey].(int); ok && secs > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
 	if status >= 500 {
 		fields.Message = serverMessages[code]
 		if fields.Message == "" {

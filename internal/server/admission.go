@@ -33,21 +33,63 @@ func forwardingHeader(h string) bool {
 }
 
 func (a *admission) trustedPeer(r *http.Request) bool {
+	return a.trusted(peerAddr(r))
+}
+
+// peerAddr is the TCP peer's address, invalid when RemoteAddr is not an
+// IP:port (a test's or a unix socket's).
+func peerAddr(r *http.Request) netip.Addr {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return false
+		return netip.Addr{}
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
+		return netip.Addr{}
+	}
+	return ip.Unmap()
+}
+
+func (a *admission) trusted(ip netip.Addr) bool {
+	if !ip.IsValid() {
 		return false
 	}
-	ip = ip.Unmap()
 	for _, p := range a.trustedProxies {
 		if p.Contains(ip) {
 			return true
 		}
 	}
 	return false
+}
+
+// clientAddr is the address the request came from, for the sign-in
+// throttle: the TCP peer, unless the peer is a trusted proxy, in which case
+// X-Forwarded-For is read from the right, skipping trusted proxies, and
+// the first address that is not one is the client (each proxy appends the
+// peer it saw, so entries left of an untrusted hop may be forged). A
+// malformed entry stops the walk at the last trusted hop. Only
+// X-Forwarded-For is read; "Forwarded" is refused like any forwarding
+// header from an untrusted peer, and ignored from a trusted one.
+func (a *admission) clientAddr(r *http.Request) netip.Addr {
+	ip := peerAddr(r)
+	if !a.trusted(ip) {
+		return ip
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return ip
+		}
+		ip = hop.Unmap()
+		if !a.trusted(ip) {
+			return ip
+		}
+	}
+	return ip
 }
 
 var (
@@ -86,7 +128,7 @@ func (a *admission) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		ctx := r.Context()
+		ctx := authn.WithClientAddr(r.Context(), a.clientAddr(r))
 		if subject != nil {
 			ctx = authz.WithSubject(ctx, subject)
 		}

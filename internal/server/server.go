@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,8 +50,11 @@ type Options struct {
 	PublicOrigin   string
 	TrustedProxies []netip.Prefix
 	SessionTTL     time.Duration
-	Logger         *slog.Logger
-	Now            func() time.Time
+	// Throttle holds the sign-in counters; nil means one with the default
+	// policies (authn.DefaultAccountPolicy, authn.DefaultAddressPolicy).
+	Throttle *authn.Throttle
+	Logger   *slog.Logger
+	Now      func() time.Time
 	// Driver is the Compute driver; nil means none is configured (the
 	// unconfigured driver: deployments fail with COMPUTE_NOT_CONFIGURED).
 	Driver compute.Driver
@@ -122,7 +126,11 @@ func New(o Options) *Server {
 			Routed: agentgw.RoutedAuth{KeyFile: o.GatewayKeyFile, CAFile: o.GatewayCAFile}}
 	}
 	svc := occ.New(occ.Options{Store: az, Audit: rec, Now: o.Now, DriverID: o.Driver.ID(), Files: files})
-	handlers := api.New(svc, authn.NewSessions(az, o.Now, o.SessionTTL, https))
+	sessions := authn.NewSessionsWith(az, authn.SessionOptions{
+		Now: o.Now, TTL: o.SessionTTL, PublicOriginHTTPS: https, Throttle: o.Throttle,
+		OnThrottle: func(ctx context.Context, ev authn.ThrottleEvent) { auditThrottle(ctx, rec, o.Logger, ev) },
+	})
+	handlers := api.New(svc, sessions)
 	routes := Routes(handlers, &Health{Ping: o.Ping})
 
 	mux := httpx.NewMux()
@@ -178,6 +186,34 @@ func New(o Options) *Server {
 	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, Worker: worker.New(az, o.Driver, o.Worker)}
 }
 
+// auditThrottle records a delay or lockout a failed sign-in imposed. It
+// is written at once, outside any transaction (the sign-in has none); a
+// failure to write it is logged and does not change the sign-in's answer
+// (401), which the caller is owed either way.
+func auditThrottle(ctx context.Context, rec *audit.Recorder, log *slog.Logger, ev authn.ThrottleEvent) {
+	action, reason := "openclaw.auth.sign_in.throttle", "SIGN_IN_THROTTLED"
+	if ev.Locked {
+		action, reason = "openclaw.auth.sign_in.lockout", "SIGN_IN_LOCKED"
+	}
+	details := map[string]string{
+		"throttleScope": ev.Scope,
+		"failures":      strconv.Itoa(ev.Failures),
+		"until":         ev.Until.UTC().Format(time.RFC3339Nano),
+	}
+	if ev.ClientAddr.IsValid() {
+		details["clientAddress"] = ev.ClientAddr.String()
+	}
+	if ev.UserID != "" {
+		details["subjectId"] = ev.UserID
+	}
+	err := rec.Record(ctx, nil, store.AuditEvent{
+		Kind: store.AuditAccess, Action: action, Outcome: store.OutcomeDenied, ReasonCode: reason, Details: details,
+	})
+	if err != nil {
+		log.ErrorContext(ctx, "audit: could not record a sign-in throttle", "error", err, "action", action)
+	}
+}
+
 // Handler is the complete HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -210,6 +246,7 @@ func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
 // bootstraps the installation and prints the generated administrator
 // password to standard output (the operator's terminal), once.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	authn.SetHashing(cfg.PasswordHashConcurrency, 0)
 	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return err
