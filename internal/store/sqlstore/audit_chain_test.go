@@ -43,7 +43,9 @@ func tamper(t *testing.T, s *sqlstore.Store, stmts ...string) {
 
 func TestAuditChainVerifyFindsTheFirstBrokenLink(t *testing.T) {
 	sql := func(f string, ev int) func(*testing.T, *sqlstore.Store, []store.AuditEvent) {
-		return func(t *testing.T, s *sqlstore.Store, evs []store.AuditEvent) { tamper(t, s, fmt.Sprintf(f, evs[ev].ID)) }
+		return func(t *testing.T, s *sqlstore.Store, evs []store.AuditEvent) {
+			tamper(t, s, fmt.Sprintf(f, evs[ev].ID))
+		}
 	}
 	altered := "its contents do not match its hash (the event was altered)"
 	cases := []struct {
