@@ -35,6 +35,11 @@ type Store struct {
 	db *sql.DB
 	q  querier // db, or tx for a transaction-bound copy
 	tx *sql.Tx // nil outside a transaction
+	// erase is shared by the owner and its transaction-bound copies (see
+	// erase.go); erased is set on a transaction-bound copy whose
+	// transaction cleared staged files.
+	erase  *eraseState
+	erased *bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -111,7 +116,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
 		}
 	}
-	return &Store{d: d, db: db, q: db}, nil
+	return &Store{d: d, db: db, q: db, erase: &eraseState{}}, nil
 }
 
 // sqlitePath extracts the file path from a sqlite: or file: URL.
@@ -297,7 +302,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx}); err != nil {
+	erased := false
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, erase: s.erase, erased: &erased}); err != nil {
 		return err
 	}
 	done = true
@@ -308,6 +314,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 		return s.dbErr("commit transaction", err)
 	}
+	s.afterCommit(ctx, erased)
 	return nil
 }
 

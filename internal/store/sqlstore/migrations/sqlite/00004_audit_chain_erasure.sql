@@ -1,5 +1,6 @@
 -- Write-ahead audit of workspace file writes and the tamper-evident audit chain (SQLite).
--- Keep in step with ../postgres/00004_audit_chain.sql.
+-- Keep in step with ../postgres/00004_audit_chain_erasure.sql (whose workspace_setups_guard
+-- change has no SQLite counterpart: SQLite writes no server log that could echo a failing row).
 --
 -- audit_events gains:
 --   - outcome 'attempted': the write-ahead record committed before a workspace file write is
