@@ -64,7 +64,7 @@ func stagedAgentWith(t *testing.T, s *sqlstore.Store, marker string, files map[s
 		Status: store.AgentActive, DesiredRuntimeState: store.RuntimeRunning, CreatedAt: now, UpdatedAt: now}
 	ws := store.WorkspaceSetup{ID: ids.New(ids.WorkspaceSetup), NamespaceID: ns.ID, AgentID: a.ID,
 		DefaultsID: fmt.Sprintf("%x", sha256.Sum256([]byte("defaults"))),
-		Files: files}
+		Files:      files}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
