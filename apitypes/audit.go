@@ -15,6 +15,10 @@ const (
 	OutcomeSuccess = "success" // the operation happened
 	OutcomeDenied  = "denied"  // authorization refused it
 	OutcomeFailure = "failure" // it was attempted and failed
+	// OutcomeAttempted is a write-ahead record, committed before a
+	// workspace file write is sent to the Agent's gateway; the write's
+	// outcome record names it in attemptId.
+	OutcomeAttempted = "attempted"
 )
 
 // AuditPage is the data of GET /audit-events: one page of events, newest
@@ -57,6 +61,9 @@ type AuditEvent struct {
 	ReasonCode string `json:"reasonCode,omitempty"`
 	// Details are operation-specific metadata; absent when there are none.
 	Details map[string]string `json:"details,omitempty"`
+	// AttemptID is set on the outcome record of a workspace file write:
+	// the id of the "attempted" event committed before the write was sent.
+	AttemptID string `json:"attemptId,omitempty"`
 }
 
 // AuditResource names what an audit event is about.
@@ -90,6 +97,10 @@ type AuditQuery struct {
 	Since *time.Time `json:"since,omitempty"`
 	// Until keeps events before this time.
 	Until *time.Time `json:"until,omitempty"`
+	// WithoutOutcome, when true, keeps only "attempted" events that no
+	// outcome record names: writes in flight, or whose OCC process ended
+	// before it could record the outcome (their effect is unknown).
+	WithoutOutcome bool `json:"withoutOutcome,omitempty"`
 	// Limit is the page size (the server's default and maximum apply).
 	Limit int `json:"limit,omitempty"`
 	// Cursor is a previous page's NextCursor.

@@ -371,6 +371,9 @@ func auditValues(q apitypes.AuditQuery) url.Values {
 	if q.Until != nil {
 		set("until", q.Until.UTC().Format(time.RFC3339Nano))
 	}
+	if q.WithoutOutcome {
+		set("withoutOutcome", "true")
+	}
 	if q.Limit != 0 {
 		set("limit", strconv.Itoa(q.Limit))
 	}

@@ -17,6 +17,7 @@ import (
 var auditParams = map[string]bool{
 	"namespaceId": true, "resourceKind": true, "resourceId": true, "actorId": true, "action": true,
 	"kind": true, "outcome": true, "since": true, "until": true, "limit": true, "cursor": true,
+	"withoutOutcome": true,
 }
 
 // ListAuditEvents pages through audit events (administrators only).
@@ -38,6 +39,7 @@ func (a *API) ListAuditEvents(w http.ResponseWriter, r *http.Request) {
 type auditQuery struct {
 	namespaceID, resourceKind, resourceID, actorID, action, kind, outcome string
 	since, until                                                          time.Time
+	withoutOutcome                                                        bool
 }
 
 func parseAuditQuery(r *http.Request) (auditQuery, int, string, error) {
@@ -69,6 +71,13 @@ func parseAuditQuery(r *http.Request) (auditQuery, int, string, error) {
 			}
 			*t.dst = ts
 		}
+	}
+	switch q.Get("withoutOutcome") {
+	case "", "false":
+	case "true":
+		f.withoutOutcome = true
+	default:
+		bad("withoutOutcome", errkind.DetailInvalidValue)
 	}
 	limit := 0
 	if v := q.Get("limit"); v != "" {

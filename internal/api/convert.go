@@ -129,7 +129,8 @@ func toAuditPage(p occ.AuditPage) apitypes.AuditPage {
 			ActorID: e.ActorID, Credential: e.Credential, RequestID: e.RequestID, Action: e.Action,
 			Resource: apitypes.AuditResource{Kind: apitypes.ResourceKind(e.Resource.Kind), ID: e.Resource.ID,
 				NamespaceID: e.Resource.NamespaceID},
-			Outcome: e.Outcome, ReasonCode: e.ReasonCode, Details: e.Details})
+			Outcome: e.Outcome, ReasonCode: e.ReasonCode, Details: e.Details,
+			AttemptID: e.AttemptID})
 	}
 	return out
 }
@@ -155,5 +156,5 @@ func fromResourceKind(k apitypes.ResourceKind) store.ResourceKind { return store
 func (q auditQuery) filter() store.AuditFilter {
 	return store.AuditFilter{NamespaceID: q.namespaceID, ResourceKind: store.ResourceKind(q.resourceKind),
 		ResourceID: q.resourceID, ActorID: q.actorID, Action: q.action, Kind: q.kind, Outcome: q.outcome,
-		Since: q.since, Until: q.until}
+		Since: q.since, Until: q.until, WithoutOutcome: q.withoutOutcome}
 }

@@ -82,13 +82,15 @@ func NewRecorder(s store.Store, now func() time.Time, requestID func(context.Con
 	return &Recorder{store: s, now: now, requestID: requestID, logger: logger}
 }
 
-// Record fills the event's id, time, actor, credential and request id from
+// Record fills the event's id (unless set), time, actor, credential and request id from
 // ctx, strips details that are not on the allowlist, and appends it through
 // st, which is the transaction the recorded change belongs to (so that the
 // change and its record commit or roll back together); nil means the
 // recorder's own store, outside any transaction.
 func (r *Recorder) Record(ctx context.Context, st store.Store, e store.AuditEvent) error {
-	e.ID = ids.New(ids.Audit)
+	if e.ID == "" {
+		e.ID = ids.New(ids.Audit)
+	}
 	e.OccurredAt = r.now().UTC().Truncate(time.Microsecond)
 	if s := authz.SubjectFrom(ctx); s != nil {
 		if e.ActorID == "" {
@@ -132,6 +134,26 @@ func (r *Recorder) Mutation(ctx context.Context, tx store.Store, action string, 
 		Kind: store.AuditMutation, Action: action, Resource: res,
 		Outcome: store.OutcomeSuccess, Details: details,
 	})
+}
+
+// Attempt commits the write-ahead record of an operation whose effect lies
+// outside OCC's database (a workspace file write sent to a gateway), before
+// it is started, and returns the record's id. The caller then records the
+// outcome with AttemptID set to that id. An attempt that no outcome record
+// ever names (OCC died in between) stays visible as attempted without
+// outcome (store.AuditFilter.WithoutOutcome). If Attempt fails the caller
+// must not start the operation: an unrecorded attempt is what this exists
+// to prevent.
+func (r *Recorder) Attempt(ctx context.Context, action string, res store.AuditResource, details map[string]string) (string, error) {
+	id := ids.New(ids.Audit)
+	err := r.Record(ctx, nil, store.AuditEvent{
+		ID: id, Kind: store.AuditMutation, Action: action, Resource: res,
+		Outcome: store.OutcomeAttempted, Details: details,
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
 }
 
 // Denial is an authz.DenialHook: it records an authorization_denial event.

@@ -28,7 +28,7 @@ var auditCols = []column[apitypes.AuditEvent]{
 
 func newAuditCmd(d deps) *cobra.Command {
 	f := &clientFlags{}
-	cmd := groupCmd(d, "audit", "Read the audit log (administrators)", "  occ audit list --since 1h\n  occ audit list --follow")
+	cmd := groupCmd(d, "audit", "Read the audit log (administrators)", "  occ audit list --since 1h\n  occ audit list --follow\n  occ audit verify --data-dir ./.occ")
 	addClientFlags(cmd, f, true)
 	var (
 		q            apitypes.AuditQuery
@@ -44,12 +44,16 @@ func newAuditCmd(d deps) *cobra.Command {
 200; the next page's --cursor is printed to standard error). Filters are
 the API's: --namespace, --resource-kind, --resource, --actor, --action,
 --kind, --outcome, --since and --until (RFC 3339 times, or a duration
-back from now such as 1h).
+back from now such as 1h), and --without-outcome: only the "attempted"
+records of workspace file writes that no outcome record names, that is
+writes still in flight or whose OCC process ended before it recorded the
+result (their effect on the file is unknown: read it).
 
 With --follow, print matching events as they happen, oldest first, polling
 every --interval, until Ctrl-C.`,
 		Example: "  occ audit list --since 1h --outcome denied\n" +
-			"  occ audit list --resource agt_… --output json\n  occ audit list --follow --kind mutation",
+			"  occ audit list --resource agt_… --output json\n  occ audit list --follow --kind mutation\n" +
+			"  occ audit list --without-outcome --action openclaw.agents.workspace.files.write",
 		Args: cobra.NoArgs,
 		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
 			ctx := cmd.Context()
@@ -92,14 +96,16 @@ every --interval, until Ctrl-C.`,
 	fl.StringVar(&q.ActorID, "actor", "", "only events by this subject id (usr_… or sa_…)")
 	fl.StringVar(&q.Action, "action", "", "only this action (e.g. openclaw.agents.workspace.files.write)")
 	fl.StringVar(&q.Kind, "kind", "", "only this kind: bootstrap, mutation, access, authorization_denial")
-	fl.StringVar(&q.Outcome, "outcome", "", "only this outcome: success, denied, failure")
+	fl.StringVar(&q.Outcome, "outcome", "", "only this outcome: success, denied, failure, attempted")
+	fl.BoolVar(&q.WithoutOutcome, "without-outcome", false,
+		"only write-ahead attempts that no outcome record names (in flight, or OCC died mid-write)")
 	fl.StringVar(&since, "since", "", "only events at or after this time (RFC 3339, or a duration ago: 1h)")
 	fl.StringVar(&until, "until", "", "only events before this time (RFC 3339, or a duration ago)")
 	fl.IntVar(&q.Limit, "limit", 0, "events per page (default 50, at most 200)")
 	fl.StringVar(&q.Cursor, "cursor", "", "the page after this cursor (from a previous list)")
 	fl.BoolVar(&follow, "follow", false, "print new events as they happen, until Ctrl-C")
 	fl.DurationVar(&interval, "interval", 2*time.Second, "with --follow: how often to poll")
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, newAuditVerifyCmd(d), newAuditExportCmd(d))
 	return cmd
 }
 

@@ -155,8 +155,13 @@ func (s *Service) GetWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 // PutWorkspaceFile writes one of the four files on the Agent's running
 // gateway. expectedHash, when set, makes it a compare-and-swap: a file that
 // changed since it was read answers 412 PRECONDITION_FAILED with the
-// current hash. Every outcome is audited without content:
+// current hash. Every write is audited ahead and after, without content:
 //
+//   - before the set frame can be sent, an "attempted" record is committed
+//     (audit.Recorder.Attempt); if it cannot be, nothing is sent and the
+//     answer is 503 DEPENDENCY_UNAVAILABLE. Every outcome record below
+//     names it (attemptId), so an attempt without outcome is a write whose
+//     OCC process died in flight (GET /audit-events?withoutOutcome=true).
 //   - success → audit success; if that audit cannot be written the write
 //     happened but is unrecorded, which the caller is told as 503
 //     UNKNOWN_OUTCOME.
@@ -183,6 +188,10 @@ func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 		return WrittenFile{}, err
 	}
 	res := store.AuditResource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}
+	attemptID, err := s.audit.Attempt(ctx, ActionWorkspaceFileWrite, res, map[string]string{"workspaceFileName": name})
+	if err != nil {
+		return WrittenFile{}, errkind.Wrap(errkind.Unavailable, "The write was not sent: its audit record could not be written.", err)
+	}
 	f, err := s.files.Client.Set(ctx, t, name, content, expectedHash)
 	// The audit must be written even when the request context ended (a
 	// client disconnect or the deadline is exactly when it matters most).
@@ -192,6 +201,7 @@ func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 		return s.audit.Record(actx, nil, store.AuditEvent{
 			Kind: store.AuditMutation, Action: ActionWorkspaceFileWrite, Resource: res,
 			Outcome: outcome, ReasonCode: reason, Details: map[string]string{"workspaceFileName": name},
+			AttemptID: attemptID,
 		})
 	}
 	switch {

@@ -52,7 +52,7 @@ func TestBuildDescribesTheWireTypes(t *testing.T) {
 		{"public route has no security", len(d.Paths["/healthz"]["get"]["security"].([]any)), 0},
 		{"ETag header", get(d.Paths["/f/{name}"]["put"], "responses", "200", "headers", "ETag", "required"), true},
 		{"If-Match parameter", get(d.Paths["/f/{name}"]["put"]["parameters"].([]any)[1], "name"), "If-Match"},
-		{"query parameters", len(d.Paths["/audit-events"]["get"]["parameters"].([]any)), 11},
+		{"query parameters", len(d.Paths["/audit-events"]["get"]["parameters"].([]any)), 12},
 		{"omitempty is not required", d.Components.Schemas["AuditPage"]["required"], []any{"items"}},
 		{"no extra members", d.Components.Schemas["Agent"]["additionalProperties"], false},
 		{"nullable pointer", get(d.Components.Schemas["Deployment"], "properties", "error", "oneOf") != nil, true},

@@ -247,7 +247,11 @@ func TestWorkspaceSetupUnsupported(t *testing.T) {
 func TestDeleteUndeployedAgent(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
 		e := newDeployEnv(t, st, compute.Capabilities{WorkspaceSetup: true})
-		agent := e.createAgent("short-lived", fourFiles)
+		marker := "UNDEPLOYED-MARKER-3b8e"
+		agent := e.createAgent("short-lived", map[string]string{"AGENTS.md": "agents " + marker, "SOUL.md": marker})
+		if got := sqliteFilesWith(t, st, marker); st.Engine() == sqlstore.EngineSQLite && len(got) == 0 {
+			t.Fatal("the staged marker is in no data directory file before the delete; the search would prove nothing")
+		}
 		var del struct {
 			Status string `json:"status"`
 		}
@@ -257,6 +261,9 @@ func TestDeleteUndeployedAgent(t *testing.T) {
 		}
 		if _, err := e.setup(agent); !errkind.Is(err, errkind.NotFound) {
 			t.Fatalf("setup right after delete: err = %v, want NotFound", err)
+		}
+		if got := sqliteFilesWith(t, st, marker); len(got) != 0 {
+			t.Fatalf("after the delete the staged marker is in data directory files %v; want none", got)
 		}
 		// While deleting, changes are refused.
 		if code, env, _ := e.do("POST", "/namespaces/"+e.ns+"/agents/"+agent+"/deploy", nil, e.admin); code != 409 || env.Error.Code != "AGENT_DELETING" {

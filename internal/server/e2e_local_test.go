@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
@@ -304,6 +306,20 @@ func liveFileCases(t *testing.T, le *deployEnv, ws, agent string) {
 	fe.must("GET", fe.base+"AGENTS.md", nil, fe.admin, 200, &got)
 	if got.Content != "cas" {
 		t.Errorf("AGENTS.md = %q after CAS, want %q", got.Content, "cas")
+	}
+	// Against the real gateway every write that was sent has its
+	// write-ahead attempt and an outcome naming it; none stays unresolved.
+	rows := writeRows(t, fe.fileEvents(""), nil)
+	var outcomes []string
+	for _, r := range rows {
+		outcomes = append(outcomes, r.Outcome+"/"+r.Reason)
+	}
+	wantOutcomes := []string{"success/", "success/", "success/", "success/", "success/", "success/", "failure/PRECONDITION_FAILED"}
+	if diff := cmp.Diff(wantOutcomes, outcomes); diff != "" {
+		t.Errorf("file write attempts and outcomes, oldest first (-want +got):\n%s", diff)
+	}
+	if pending := fe.fileEvents("&withoutOutcome=true"); len(pending) != 0 {
+		t.Errorf("attempts without outcome after the writes: %+v", pending)
 	}
 	// An undeployed Agent has no active revision.
 	other := le.createAgent("no-revision", nil)

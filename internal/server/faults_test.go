@@ -12,6 +12,7 @@ import (
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/fake"
 	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testdb"
 	"github.com/openclaw/occ/internal/testutil"
 )
@@ -73,9 +74,12 @@ func TestGatewayFaultsThroughAPI(t *testing.T) {
 	if n := fe.gw.Frames("agents.files.set"); n != 1 {
 		t.Fatalf("the gateway received %d set frames; want exactly 1 (never replayed)", n)
 	}
-	events := fe.fileEvents()
+	events := fe.outcomeEvents()
 	if len(events) != 1 || events[0].Outcome != "failure" || events[0].ReasonCode != "UNKNOWN_OUTCOME" {
 		t.Fatalf("audit after unknown outcome = %+v; want one failure/UNKNOWN_OUTCOME", events)
+	}
+	if rows := writeRows(t, fe.fileEvents(""), nil); len(rows) != 1 || rows[0].Outcome != "failure" || rows[0].Reason != "UNKNOWN_OUTCOME" {
+		t.Fatalf("file write records = %+v; want one attempt and the outcome naming it", rows)
 	}
 	// The client resolves the unknown outcome by reading and comparing.
 	fe.gw.SetFault("agents.files.set", gwtest.FaultNone)
@@ -109,7 +113,7 @@ func TestGatewayFaultsThroughAPI(t *testing.T) {
 	if rec.Code != 503 || env.Error.Code != "UNKNOWN_OUTCOME" {
 		t.Fatalf("slow gateway write: %d %+v; want 503 UNKNOWN_OUTCOME", rec.Code, env.Error)
 	}
-	events = fe.fileEvents()
+	events = fe.outcomeEvents()
 	if len(events) != 3 || events[0].ReasonCode != "UNKNOWN_OUTCOME" || events[1].ReasonCode != "DEPENDENCY_UNAVAILABLE" {
 		t.Fatalf("audit events = %+v; want UNKNOWN_OUTCOME, DEPENDENCY_UNAVAILABLE, UNKNOWN_OUTCOME (newest first)", events)
 	}
@@ -125,11 +129,17 @@ func TestClientDisconnectEndsTheCall(t *testing.T) {
 	srv := httpTestServer(t, fe.srv.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// What the audit held when the set frame reached the gateway: the
+	// write-ahead attempt must already be committed by then.
+	var atArrival []store.AuditEvent
+	var atArrivalErr error
 	go func() {
 		// Cancel once the set frame reached the gateway.
 		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
 		defer pcancel()
 		if testutil.Poll(pctx, func() (bool, error) { return fe.gw.Frames("agents.files.set") > 0, nil }) == nil {
+			atArrival, atArrivalErr = fe.audit.Store.ListAuditEvents(context.Background(),
+				store.AuditFilter{Action: "openclaw.agents.workspace.files.write", WithoutOutcome: true}, nil, 10)
 			arrived <- struct{}{}
 			cancel()
 		}
@@ -145,17 +155,21 @@ func TestClientDisconnectEndsTheCall(t *testing.T) {
 	}
 	select {
 	case <-arrived:
-	default:
+	case <-time.After(5 * time.Second):
 		t.Fatal("the set frame never reached the gateway")
+	}
+	if atArrivalErr != nil || len(atArrival) != 1 || atArrival[0].Outcome != store.OutcomeAttempted ||
+		atArrival[0].Details["workspaceFileName"] != "SOUL.md" {
+		t.Fatalf("attempts without outcome when the set frame arrived = %+v (%v); want the one attempt", atArrival, atArrivalErr)
 	}
 	// The server side finishes promptly and records the unknown outcome.
 	var events []fileEvent
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		events = fe.fileEvents()
+		events = fe.outcomeEvents()
 		return len(events) > 0
 	}, "the abandoned call's audit event")
-	if len(events) != 1 || events[0].ReasonCode != "UNKNOWN_OUTCOME" {
-		t.Fatalf("audit after disconnect = %+v; want one UNKNOWN_OUTCOME", events)
+	if len(events) != 1 || events[0].ReasonCode != "UNKNOWN_OUTCOME" || events[0].AttemptID != atArrival[0].ID {
+		t.Fatalf("audit after disconnect = %+v; want one UNKNOWN_OUTCOME naming attempt %s", events, atArrival[0].ID)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the abandoned call took %v to end; the 30 s deadline was not what ended it", d)

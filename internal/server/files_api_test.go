@@ -22,14 +22,15 @@ import (
 	"github.com/openclaw/occ/internal/testdb"
 )
 
-// failingAudit makes audit appends fail on demand.
+// failingAudit makes audit appends fail on demand: fail the outcome
+// records, failAttempt the write-ahead "attempted" records.
 type failingAudit struct {
 	store.Store
-	fail atomic.Bool
+	fail, failAttempt atomic.Bool
 }
 
 func (f *failingAudit) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
-	if f.fail.Load() {
+	if e.Outcome == store.OutcomeAttempted && f.failAttempt.Load() || e.Outcome != store.OutcomeAttempted && f.fail.Load() {
 		return errors.New("audit storage unavailable")
 	}
 	return f.Store.AppendAuditEvent(ctx, e)
@@ -85,17 +86,71 @@ func (fe *filesEnv) put(name, body string, headers map[string]string) (*httptest
 }
 
 type fileEvent struct {
+	ID         string            `json:"id"`
+	AttemptID  string            `json:"attemptId"`
 	Outcome    string            `json:"outcome"`
 	ReasonCode string            `json:"reasonCode"`
 	Details    map[string]string `json:"details"`
 }
 
-func (fe *filesEnv) fileEvents() []fileEvent {
+func (fe *filesEnv) fileEvents(query string) []fileEvent {
 	var page struct {
 		Items []fileEvent `json:"items"`
 	}
-	fe.must("GET", "/audit-events?action=openclaw.agents.workspace.files.write&limit=200", nil, fe.admin, 200, &page)
+	fe.must("GET", "/audit-events?action=openclaw.agents.workspace.files.write&limit=200"+query, nil, fe.admin, 200, &page)
 	return page.Items
+}
+
+// outcomeEvents are the file write records other than the write-ahead
+// attempts, newest first.
+func (fe *filesEnv) outcomeEvents() []fileEvent {
+	var out []fileEvent
+	for _, ev := range fe.fileEvents("") {
+		if ev.Outcome != "attempted" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// writeRow is one file write as its audit records tell it: the write-ahead
+// attempt and the outcome that names it ("-" when there is none).
+type writeRow struct{ At, Outcome, Reason, File string }
+
+// writeRows pairs every attempted record with its outcome record, oldest
+// first (the test clock gives every PUT its own second), and fails on an
+// outcome record that names no attempt.
+func writeRows(t *testing.T, evs []fileEvent, times map[string]string) []writeRow {
+	t.Helper()
+	outcomes := map[string]fileEvent{}
+	for _, ev := range evs {
+		if ev.Outcome != "attempted" {
+			if ev.AttemptID == "" {
+				t.Errorf("outcome record %s names no attempt", ev.ID)
+			}
+			outcomes[ev.AttemptID] = ev
+		}
+	}
+	var rows []writeRow
+	for i := len(evs) - 1; i >= 0; i-- {
+		ev := evs[i]
+		if ev.Outcome != "attempted" {
+			continue
+		}
+		if len(ev.Details) != 1 {
+			t.Errorf("attempt %s details = %v, want only the file name", ev.ID, ev.Details)
+		}
+		r := writeRow{At: times[ev.ID], Outcome: "-", File: ev.Details["workspaceFileName"]}
+		if o, ok := outcomes[ev.ID]; ok {
+			r.Outcome, r.Reason = o.Outcome, o.ReasonCode
+			delete(outcomes, ev.ID)
+		}
+		rows = append(rows, r)
+	}
+	for id := range outcomes {
+		t.Errorf("outcome record names %s, which is not an attempt of this list", id)
+	}
+	return rows
 }
 
 func TestWorkspaceFilesAPI(t *testing.T) {
@@ -182,7 +237,6 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 
 func TestWorkspaceFileOutcomesAreAudited(t *testing.T) {
 	fe := newFilesEnv(t)
-	type row struct{ Outcome, Reason, File string }
 	step := func(name string, next func() (agentgw.File, error), failAudit bool, wantStatus int, wantCode string) {
 		t.Helper()
 		fe.clock.Advance(time.Second) // distinct audit timestamps, so the order is defined
@@ -213,21 +267,56 @@ func TestWorkspaceFileOutcomesAreAudited(t *testing.T) {
 		return agentgw.File{}, &agentgw.Error{Kind: agentgw.Unavailable, Reason: "answered_error"}
 	}, true, 503, "DEPENDENCY_UNAVAILABLE")
 
+	// A write whose attempt cannot be recorded is never sent.
+	setsBefore := fe.mem.Sets()
+	fe.clock.Advance(time.Second)
+	fe.audit.failAttempt.Store(true)
+	rec, env := fe.put("AGENTS.md", `{"content":"SECRET-CONTENT-91"}`, nil)
+	fe.audit.failAttempt.Store(false)
+	if rec.Code != 503 || env.Error == nil || env.Error.Code != "DEPENDENCY_UNAVAILABLE" || fe.mem.Sets() != setsBefore {
+		t.Errorf("unrecordable attempt: %d %+v, %d set calls after it (want 503 DEPENDENCY_UNAVAILABLE, none sent)",
+			rec.Code, env.Error, fe.mem.Sets()-setsBefore)
+	}
+
 	// Reads are not audited.
 	fe.must("GET", fe.base+"AGENTS.md", nil, fe.admin, 200, nil)
 
-	var got []row
-	for _, ev := range fe.fileEvents() {
-		got = append(got, row{ev.Outcome, ev.ReasonCode, ev.Details["workspaceFileName"]})
+	var page0 struct {
+		Items []struct {
+			ID         string    `json:"id"`
+			OccurredAt time.Time `json:"occurredAt"`
+		} `json:"items"`
 	}
-	want := []row{ // newest first; the three whose audit failed left nothing
-		{"failure", "DEPENDENCY_UNAVAILABLE", "AGENTS.md"},
-		{"failure", "UNKNOWN_OUTCOME", "AGENTS.md"},
-		{"success", "", "AGENTS.md"},
+	fe.must("GET", "/audit-events?action=openclaw.agents.workspace.files.write&limit=200", nil, fe.admin, 200, &page0)
+	times := map[string]string{}
+	var first time.Time
+	for i := len(page0.Items) - 1; i >= 0; i-- {
+		if first.IsZero() {
+			first = page0.Items[i].OccurredAt
+		}
+		times[page0.Items[i].ID] = page0.Items[i].OccurredAt.Sub(first).String()
+	}
+	got := writeRows(t, fe.fileEvents(""), times)
+	want := []writeRow{ // oldest first; an attempt whose outcome could not be recorded stays without one
+		{"0s", "success", "", "AGENTS.md"},
+		{"1s", "failure", "UNKNOWN_OUTCOME", "AGENTS.md"},
+		{"2s", "failure", "DEPENDENCY_UNAVAILABLE", "AGENTS.md"},
+		{"3s", "-", "", "AGENTS.md"},
+		{"4s", "-", "", "AGENTS.md"},
+		{"5s", "-", "", "AGENTS.md"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("file write audit events (-want +got):\n%s", diff)
+		t.Errorf("file write audit records (-want +got):\n%s", diff)
 	}
+	// withoutOutcome=true finds exactly the three unresolved attempts.
+	pending := fe.fileEvents("&withoutOutcome=true")
+	if len(pending) != 3 {
+		t.Fatalf("withoutOutcome=true: %d events, want 3", len(pending))
+	}
+	if diff := cmp.Diff([]string{"3s", "4s", "5s"}, []string{times[pending[2].ID], times[pending[1].ID], times[pending[0].ID]}); diff != "" {
+		t.Errorf("withoutOutcome=true (-want +got):\n%s", diff)
+	}
+	fe.must("GET", "/audit-events?withoutOutcome=maybe", nil, fe.admin, 400, nil)
 	// No audit record holds the content (GET replies do, by design, so the
 	// audit list is searched on its own), and neither does any PUT reply.
 	var page struct {
@@ -242,7 +331,7 @@ func TestWorkspaceFileOutcomesAreAudited(t *testing.T) {
 			t.Fatal("an audit record holds file content")
 		}
 	}
-	rec, _ := fe.put("AGENTS.md", `{"content":"SECRET-CONTENT-91"}`, nil)
+	rec, _ = fe.put("AGENTS.md", `{"content":"SECRET-CONTENT-91"}`, nil)
 	if strings.Contains(rec.Body.String(), "SECRET-CONTENT-91") {
 		t.Fatal("a PUT reply echoes the file content")
 	}

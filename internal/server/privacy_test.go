@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,6 +17,39 @@ import (
 	"github.com/openclaw/occ/internal/testdb"
 	"github.com/openclaw/occ/internal/workspace"
 )
+
+// sqliteFilesWith returns the files beside a SQLite store's database file
+// (occ.db, occ.db-wal, occ.db-shm: the data directory) whose bytes hold
+// needle, read while the store is open; nil on PostgreSQL.
+func sqliteFilesWith(t *testing.T, st *sqlstore.Store, needle string) []string {
+	t.Helper()
+	if st.Engine() != sqlstore.EngineSQLite {
+		return nil
+	}
+	var seq int
+	var name, file string
+	if err := st.DB().QueryRowContext(t.Context(), `PRAGMA database_list`).Scan(&seq, &name, &file); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits []string
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(file), e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(needle)) {
+			hits = append(hits, e.Name())
+		}
+	}
+	return hits
+}
 
 // tablesWith returns the tables in which some row holds needle, rendering
 // every column of every row as text.
@@ -133,6 +168,9 @@ func TestStagedFilesStayPrivate(t *testing.T) {
 
 		if got := tablesWith(t, st, marker); len(got) != 0 {
 			t.Fatalf("after activation the marker is in tables %v; want none", got)
+		}
+		if got := sqliteFilesWith(t, st, marker); len(got) != 0 {
+			t.Fatalf("after activation the marker is in data directory files %v; want none", got)
 		}
 		if strings.Contains(e.transcript.String(), marker) {
 			t.Fatal("an API response of the flow contains the marker")

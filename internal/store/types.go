@@ -264,6 +264,10 @@ const (
 	OutcomeSuccess = "success"
 	OutcomeDenied  = "denied"
 	OutcomeFailure = "failure"
+	// OutcomeAttempted marks a write-ahead record: committed before an
+	// operation with an external effect (a workspace file write) is sent;
+	// its outcome record names it in AttemptID.
+	OutcomeAttempted = "attempted"
 )
 
 // AuditResource names what an audit event is about.
@@ -287,6 +291,9 @@ type AuditEvent struct {
 	Outcome    string
 	ReasonCode string
 	Details    map[string]string
+	// AttemptID is set on the outcome record of a write-ahead attempt: the
+	// ID of the OutcomeAttempted event it resolves.
+	AttemptID string
 }
 
 // AuditFilter selects audit events; empty fields match everything.
@@ -300,6 +307,9 @@ type AuditFilter struct {
 	Outcome      string
 	Since        time.Time // inclusive; zero means unbounded
 	Until        time.Time // exclusive; zero means unbounded
+	// WithoutOutcome keeps only attempted events that no outcome record
+	// names yet: writes still in flight, or whose OCC process died.
+	WithoutOutcome bool
 }
 
 // AuditCursor marks the position after the last event of a page. Events

@@ -59,6 +59,42 @@ func SQLite(t testing.TB) *sqlstore.Store {
 // test, or fails it when CI=true.
 func Postgres(t testing.TB) *sqlstore.Store {
 	t.Helper()
+	s, _ := PostgresURL(t)
+	return s
+}
+
+// PostgresURL is Postgres, and also returns the URL of the store's
+// database, for tests that point a client (pg_dump, an occ command) at it.
+func PostgresURL(t testing.TB) (*sqlstore.Store, string) {
+	t.Helper()
+	srv, name := pgClone(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	s, err := sqlstore.Open(ctx, srv.urlFor(name), "")
+	if err != nil {
+		t.Fatalf("testdb: open PostgreSQL database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("testdb: close PostgreSQL database %s: %v", name, err)
+		}
+	})
+	return s, srv.urlFor(name)
+}
+
+// EmptyPostgres returns the URL of a new PostgreSQL database with no schema
+// at all (a restore target), dropped when the test ends. It skips or fails
+// as Postgres does.
+func EmptyPostgres(t testing.TB) string {
+	t.Helper()
+	srv, name := pgClone(t, "template0")
+	return srv.urlFor(name)
+}
+
+// pgClone creates a database from template (the migrated template when
+// empty), dropped when the test ends.
+func pgClone(t testing.TB, template string) (*pgServer, string) {
+	t.Helper()
 	raw := os.Getenv(EnvPostgresURL)
 	if raw == "" {
 		if os.Getenv("CI") == "true" {
@@ -75,7 +111,7 @@ func Postgres(t testing.TB) *sqlstore.Store {
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
-	name, err := srv.clone(ctx)
+	name, err := srv.clone(ctx, template)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
@@ -88,16 +124,7 @@ func Postgres(t testing.TB) *sqlstore.Store {
 			t.Errorf("testdb: %v", err)
 		}
 	})
-	s, err := sqlstore.Open(ctx, srv.urlFor(name), "")
-	if err != nil {
-		t.Fatalf("testdb: open PostgreSQL database %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("testdb: close PostgreSQL database %s: %v", name, err)
-		}
-	})
-	return s
+	return srv, name
 }
 
 // Engines runs fn as the subtests "sqlite" and "postgres", each with a fresh
@@ -236,12 +263,15 @@ func (s *pgServer) sweep(ctx context.Context) {
 }
 
 // clone creates a new database from the template and returns its name.
-func (s *pgServer) clone(ctx context.Context) (string, error) {
+func (s *pgServer) clone(ctx context.Context, template string) (string, error) {
 	name := fmt.Sprintf("%s%s_%d", namePrefix, s.run, s.seq.Add(1))
+	if template == "" {
+		template = s.template
+	}
 	// Parallel tests clone concurrently: CREATE DATABASE only requires that
 	// no session is connected to the template, and none is after newServer.
 	// (Measured here: 70-120 ms per clone and drop, either copy strategy.)
-	_, err := s.admin.ExecContext(ctx, `CREATE DATABASE `+quoteIdent(name)+` TEMPLATE `+quoteIdent(s.template))
+	_, err := s.admin.ExecContext(ctx, `CREATE DATABASE `+quoteIdent(name)+` TEMPLATE `+quoteIdent(template))
 	if err != nil {
 		return "", fmt.Errorf("clone template into %s: %w", name, err)
 	}

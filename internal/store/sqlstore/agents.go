@@ -204,6 +204,7 @@ func (s *Store) DeleteAgent(ctx context.Context, namespaceID, id string) error {
 		}
 		// Agent ids are unique installation-wide, so a binding names the
 		// Agent by resource id alone, whatever Namespace it was created with.
+		tx.markErased() // the cascade removes the Agent's staged files, if any
 		for _, st := range []struct {
 			query string
 			args  []any
@@ -227,14 +228,50 @@ func (s *Store) DeleteAgent(ctx context.Context, namespaceID, id string) error {
 // an error message (driver errors in Cause quote constraint names, not
 // values) and never logged here.
 
-func (s *Store) insertWorkspaceSetup(ctx context.Context, ws store.WorkspaceSetup) error {
-	// The engines disagree on text JSON cannot carry portably (PostgreSQL's
-	// jsonb refuses \u0000, SQLite stores it; encoding/json would silently
-	// replace invalid UTF-8), so refuse it here, the same way on both.
-	for _, content := range ws.Files {
+// workspaceSetupFileNames are the keys the schema allows in files.
+var workspaceSetupFileNames = map[string]bool{"AGENTS.md": true, "SOUL.md": true, "IDENTITY.md": true, "USER.md": true}
+
+// checkWorkspaceSetup applies every rule the schema checks on a row that
+// carries files, before the files are bound to a statement: a constraint
+// that fails on PostgreSQL writes "Failing row contains (...)", every
+// column included, to the server log, so the database's checks (and the
+// guard trigger that now runs them first, naming no value) are only a
+// second line that valid input never reaches.
+func checkWorkspaceSetup(ws store.WorkspaceSetup) error {
+	malformed := errkind.New(errkind.Invalid, "the workspace setup is malformed (file names, file sizes, defaults id or state)")
+	if n := utf8.RuneCountInString(ws.ID); n < 1 || n > 200 || ws.NamespaceID == "" || ws.AgentID == "" {
+		return malformed
+	}
+	if ws.DefaultsID != "" && (len(ws.DefaultsID) != 64 || strings.Trim(ws.DefaultsID, "0123456789abcdef") != "") {
+		return malformed
+	}
+	if ws.Completed {
+		if ws.Files != nil {
+			return malformed
+		}
+		return nil
+	}
+	if len(ws.Files) == 0 {
+		return malformed
+	}
+	for name, content := range ws.Files {
+		// The engines disagree on text JSON cannot carry portably
+		// (PostgreSQL's jsonb refuses \u0000, SQLite stores it;
+		// encoding/json would silently replace invalid UTF-8), so refuse
+		// it here, the same way on both.
 		if !utf8.ValidString(content) || strings.ContainsRune(content, 0) {
 			return errkind.New(errkind.Invalid, "workspace file content must be valid UTF-8 without NUL characters")
 		}
+		if !workspaceSetupFileNames[name] || len(content) > 16384 {
+			return malformed
+		}
+	}
+	return nil
+}
+
+func (s *Store) insertWorkspaceSetup(ctx context.Context, ws store.WorkspaceSetup) error {
+	if err := checkWorkspaceSetup(ws); err != nil {
+		return err
 	}
 	var files any // nil map: NULL, which the schema refuses for a pending setup
 	if ws.Files != nil {
@@ -285,6 +322,9 @@ func (s *Store) CompleteWorkspaceSetup(ctx context.Context, namespaceID, agentID
 			`UPDATE workspace_setups SET completed = TRUE, files = NULL
 			 WHERE namespace_id = ? AND agent_id = ? AND id = ? AND completed = FALSE
 			 RETURNING `+workspaceSetupColumns, namespaceID, agentID, setupID))
+		if err == nil {
+			tx.markErased()
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return tx.dbErr("complete workspace setup", err)
 		}
@@ -302,13 +342,19 @@ func (s *Store) CompleteWorkspaceSetup(ctx context.Context, namespaceID, agentID
 // DeleteWorkspaceSetup removes the record (for example when an undeployed
 // Agent is deleted) and reports whether one existed.
 func (s *Store) DeleteWorkspaceSetup(ctx context.Context, namespaceID, agentID string) (bool, error) {
-	res, err := s.exec(ctx, `DELETE FROM workspace_setups WHERE namespace_id = ? AND agent_id = ?`, namespaceID, agentID)
-	if err != nil {
-		return false, s.dbErr("delete workspace setup", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, s.dbErr("delete workspace setup", err)
-	}
-	return n > 0, nil
+	var n int64
+	err := s.inTx(ctx, func(tx *Store) error {
+		res, err := tx.exec(ctx, `DELETE FROM workspace_setups WHERE namespace_id = ? AND agent_id = ?`, namespaceID, agentID)
+		if err != nil {
+			return tx.dbErr("delete workspace setup", err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return tx.dbErr("delete workspace setup", err)
+		}
+		if n > 0 {
+			tx.markErased()
+		}
+		return nil
+	})
+	return n > 0, err
 }

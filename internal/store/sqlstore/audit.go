@@ -2,7 +2,12 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
+	"time"
+
+	"github.com/openclaw/occ/internal/auditchain"
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
@@ -12,10 +17,20 @@ import (
 // on audit_events, so the store has no way to change a written event.
 
 const auditColumns = `id, occurred_at, kind, actor_id, credential, request_id, action,
-	namespace_id, resource_kind, resource_id, outcome, reason_code, details`
+	namespace_id, resource_kind, resource_id, outcome, reason_code, details, attempt_id`
 
-// AppendAuditEvent writes one event. Empty optional fields are stored as
+// AppendAuditEvent writes one event as the next link of the installation's
+// hash chain (package auditchain). Empty optional fields are stored as
 // NULL and empty Details as no details.
+//
+// The append reads the chain head (audit_chain, one row) with a row lock,
+// inserts the event with the next sequence number and hash, and moves the
+// head, all in the caller's transaction when there is one (InTx joins it)
+// or in its own. The head stays locked until that transaction ends, so
+// concurrent appends on several replicas queue on it and the chain order
+// is the commit order; a transaction that rolls back leaves no gap,
+// because its sequence number was never committed. On SQLite the single
+// write lock (BEGIN IMMEDIATE) gives the same order.
 func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
 	var details any
 	if len(e.Details) > 0 {
@@ -25,11 +40,27 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 		}
 		details = j
 	}
-	_, err := s.exec(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, s.t(e.OccurredAt), e.Kind, e.ActorID, nullString(e.Credential), nullString(e.RequestID), e.Action,
-		nullString(e.Resource.NamespaceID), nullString(string(e.Resource.Kind)), nullString(e.Resource.ID),
-		e.Outcome, nullString(e.ReasonCode), details)
-	return s.dbErr("append audit event", err)
+	// The hash covers the time as stored (microseconds, UTC).
+	e.OccurredAt = e.OccurredAt.UTC().Truncate(time.Microsecond)
+	return s.inTx(ctx, func(tx *Store) error {
+		var headSeq int64
+		var headHash string
+		err := tx.queryRow(ctx, `SELECT seq, hash FROM audit_chain WHERE id = 1`+tx.d.forUpdate()).Scan(&headSeq, &headHash)
+		if err != nil {
+			return tx.dbErr("append audit event: read the chain head", err)
+		}
+		link := auditchain.Next(e, headSeq, headHash)
+		_, err = tx.exec(ctx, `INSERT INTO audit_events (`+auditColumns+`, chain_seq, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, tx.t(e.OccurredAt), e.Kind, e.ActorID, nullString(e.Credential), nullString(e.RequestID), e.Action,
+			nullString(e.Resource.NamespaceID), nullString(string(e.Resource.Kind)), nullString(e.Resource.ID),
+			e.Outcome, nullString(e.ReasonCode), details, nullString(e.AttemptID), link.Seq, link.PrevHash, link.Hash)
+		if err != nil {
+			return tx.dbErr("append audit event", err)
+		}
+		_, err = tx.exec(ctx, `UPDATE audit_chain SET seq = ?, hash = ? WHERE id = 1`, link.Seq, link.Hash)
+		return tx.dbErr("append audit event: move the chain head", err)
+	})
 }
 
 func scanAuditEvent(r rowScanner) (store.AuditEvent, error) {
@@ -37,7 +68,7 @@ func scanAuditEvent(r rowScanner) (store.AuditEvent, error) {
 	var kind string
 	err := r.Scan(&e.ID, timeCol{&e.OccurredAt}, &e.Kind, &e.ActorID, optStringCol{&e.Credential},
 		optStringCol{&e.RequestID}, &e.Action, optStringCol{&e.Resource.NamespaceID}, optStringCol{&kind},
-		optStringCol{&e.Resource.ID}, &e.Outcome, optStringCol{&e.ReasonCode}, jsonCol{&e.Details})
+		optStringCol{&e.Resource.ID}, &e.Outcome, optStringCol{&e.ReasonCode}, jsonCol{&e.Details}, optStringCol{&e.AttemptID})
 	e.Resource.Kind = store.ResourceKind(kind)
 	return e, err
 }
@@ -65,6 +96,9 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 	eq("action", f.Action)
 	eq("kind", f.Kind)
 	eq("outcome", f.Outcome)
+	if f.WithoutOutcome {
+		where = append(where, "outcome = 'attempted' AND NOT EXISTS (SELECT 1 FROM audit_events o WHERE o.attempt_id = audit_events.id)")
+	}
 	if !f.Since.IsZero() {
 		where = append(where, "occurred_at >= ?")
 		args = append(args, s.t(f.Since))
@@ -87,4 +121,94 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 	q += ` ORDER BY occurred_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)
 	return list(ctx, s, "list audit events", scanAuditEvent, q, args...)
+}
+
+// AuditChainHead returns the chain head: the sequence number and hash of
+// the last chained event (0 and auditchain.Genesis when there is none).
+// It is for `occ audit verify`, which reads the database directly.
+func (s *Store) AuditChainHead(ctx context.Context) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := s.queryRow(ctx, `SELECT seq, hash FROM audit_chain WHERE id = 1`).Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", errkind.New(errkind.Internal, "the audit chain head is missing")
+	}
+	return seq, hash, s.dbErr("read the audit chain head", err)
+}
+
+// ScanAuditChain calls fn for every event occurring at or after since (zero:
+// every event) in chain order: first the events written before the chain
+// existed (no link; by time and id), then the chained ones by sequence
+// number. It streams rows, so memory does not grow with the log; fn's
+// error stops the scan and is returned. It is for `occ audit verify` and
+// `occ audit export`, which read the database directly; on SQLite it runs
+// beside a live server (WAL readers do not block the writer).
+func (s *Store) ScanAuditChain(ctx context.Context, since time.Time, fn func(auditchain.Entry) error) error {
+	q := `SELECT ` + auditColumns + `, chain_seq, prev_hash, hash FROM audit_events`
+	var args []any
+	if !since.IsZero() {
+		q += ` WHERE occurred_at >= ?`
+		args = append(args, s.t(since))
+	}
+	q += ` ORDER BY chain_seq NULLS FIRST, occurred_at, id`
+	rows, err := s.query(ctx, q, args...)
+	if err != nil {
+		return s.dbErr("scan audit chain", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq sql.NullInt64
+		var prev, hash sql.NullString
+		var kind string
+		var en auditchain.Entry
+		e := &en.Event
+		err := rows.Scan(&e.ID, timeCol{&e.OccurredAt}, &e.Kind, &e.ActorID, optStringCol{&e.Credential},
+			optStringCol{&e.RequestID}, &e.Action, optStringCol{&e.Resource.NamespaceID}, optStringCol{&kind},
+			optStringCol{&e.Resource.ID}, &e.Outcome, optStringCol{&e.ReasonCode}, jsonCol{&e.Details},
+			optStringCol{&e.AttemptID}, &seq, &prev, &hash)
+		if err != nil {
+			return s.dbErr("scan audit chain", err)
+		}
+		e.Resource.Kind = store.ResourceKind(kind)
+		if seq.Valid {
+			en.Link = &auditchain.Link{Seq: seq.Int64, PrevHash: prev.String, Hash: hash.String}
+		}
+		if err := fn(en); err != nil {
+			return err
+		}
+	}
+	return s.dbErr("scan audit chain", rows.Err())
+}
+
+// VerifyAuditChain checks the whole chain against the stored head and
+// returns the counts, and the first broken link or nil. The error is for a
+// database that could not be read, never for a broken chain.
+//
+// The head is read first: on a live database, events appended after that
+// read are beyond the head, so the scan stops at it rather than reporting
+// them as a mismatch.
+func (s *Store) VerifyAuditChain(ctx context.Context) (auditchain.Result, *auditchain.Break, error) {
+	headSeq, headHash, err := s.AuditChainHead(ctx)
+	if err != nil {
+		return auditchain.Result{}, nil, err
+	}
+	v := auditchain.NewVerifier()
+	var brk *auditchain.Break
+	errStop := errors.New("stop")
+	err = s.ScanAuditChain(ctx, time.Time{}, func(en auditchain.Entry) error {
+		if en.Link != nil && en.Link.Seq > headSeq {
+			return errStop
+		}
+		if brk = v.Add(en); brk != nil {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return auditchain.Result{}, nil, err
+	}
+	if brk == nil {
+		brk = v.Finish(headSeq, headHash)
+	}
+	return v.Result(), brk, nil
 }

@@ -113,6 +113,8 @@ func (sqliteDialect) configure(db *sql.DB) {
 //   - busy_timeout: wait for the write lock instead of failing.
 //   - synchronous=NORMAL: durable at checkpoints, safe against corruption
 //     with WAL; a power cut may lose the last transactions, not the file.
+//   - secure_delete: deleted content is overwritten with zeros, so cleared
+//     staged workspace files leave no bytes in free pages (see erase.go).
 //
 // _txlock=immediate makes BeginTx take the write lock up front (see configure).
 func sqliteDSN(path string) string {
@@ -121,6 +123,7 @@ func sqliteDSN(path string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(sqliteBusyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "secure_delete(1)")
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	// url.URL renders "file:///abs/path?..." for an absolute path, which SQLite

@@ -41,6 +41,11 @@ type Store struct {
 	q     querier // db, or tx for a transaction-bound copy
 	tx    *sql.Tx // nil outside a transaction
 	stmts *stmtCache
+	// erase is shared by the owner and its transaction-bound copies (see
+	// erase.go); erased is set on a transaction-bound copy whose
+	// transaction cleared staged files.
+	erase  *eraseState
+	erased *bool
 }
 
 // stmtCache holds SQLite prepared statements by query text, so that a
@@ -166,7 +171,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
 		}
 	}
-	return &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}}, nil
+	return &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}}, nil
 }
 
 // sqlitePath extracts the file path from a sqlite: or file: URL.
@@ -354,7 +359,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts}); err != nil {
+	erased := false
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, erase: s.erase, erased: &erased}); err != nil {
 		return err
 	}
 	done = true
@@ -365,6 +371,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 		return s.dbErr("commit transaction", err)
 	}
+	s.afterCommit(ctx, erased)
 	return nil
 }
 
