@@ -239,7 +239,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "unknown driver",
 			env:  map[string]string{"OCC_COMPUTE_DRIVER": "docker"},
-			want: `compute driver "docker" is not one of local, kubernetes, none`,
+			want: `compute driver "docker" is not one of local, kubernetes, ssh, none`,
 		},
 		{
 			name: "validation errors are prefixed with the section",
@@ -318,7 +318,7 @@ func TestOpen(t *testing.T) {
 		{
 			name:   "unknown driver in a Config built in code",
 			change: func(c *config.Config) { c.ComputeDriver = "docker" },
-			want:   `compute driver "docker" is not one of local, kubernetes, none`,
+			want:   `compute driver "docker" is not one of local, kubernetes, ssh, none`,
 		},
 		{
 			name: "kubernetes section missing in a Config built in code",
