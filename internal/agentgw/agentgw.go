@@ -28,6 +28,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/openclaw/occ/internal/compute"
 )
 
 // Transport selects how a Target is reached.
@@ -47,6 +49,10 @@ type Target struct {
 	URL string
 	// TokenFile (Direct) holds the Agent's gateway token.
 	TokenFile string
+	// Tunnel (Direct, optional) reaches a gateway on a remote host's
+	// loopback: the connection is dialed and the token read through it,
+	// and TokenFile is not used (compute.Endpoint.Tunnel).
+	Tunnel compute.Tunnel
 	// KeyFile (Routed) holds the installation's service key; CAFile
 	// optionally adds trusted CA certificates (PEM) to the system roots.
 	KeyFile string

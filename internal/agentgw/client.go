@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw/occ/internal/buildinfo"
+	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/workspace"
 )
@@ -205,15 +206,14 @@ func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {
 			return File{}, unavailable("invalid_expected_hash", errors.New("expected hash must be 64 hex digits"))
 		}
 	}
-	p, err := prepare(t)
-	if err != nil {
-		return File{}, err
-	}
-
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
 		defer cancel()
+	}
+	p, err := prepare(ctx, t)
+	if err != nil {
+		return File{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return File{}, unavailable(ctxReason(err), err)
@@ -249,13 +249,22 @@ type session struct {
 // session, so cleanup can put a deadline on the close handshake and close
 // the socket whatever state the WebSocket layer is in.
 type connRecorder struct {
-	d     net.Dialer
-	mu    sync.Mutex
-	conns []net.Conn
+	d      net.Dialer
+	tunnel compute.Tunnel // nil: dial d
+	mu     sync.Mutex
+	conns  []net.Conn
 }
 
 func (r *connRecorder) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	c, err := r.d.DialContext(ctx, network, addr)
+	var c net.Conn
+	var err error
+	if r.tunnel != nil {
+		// The URL's loopback address is the remote host's; only the
+		// tunnel reaches it.
+		c, err = r.tunnel.DialGateway(ctx)
+	} else {
+		c, err = r.d.DialContext(ctx, network, addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +287,7 @@ func (r *connRecorder) each(fn func(net.Conn)) {
 // targets are loopback or a private route), and follows no redirect (a
 // redirect would carry x-api-key to wherever it points).
 func (c *Client) dial(ctx context.Context, p *prepared) (*session, error) {
-	rec := &connRecorder{}
+	rec := &connRecorder{tunnel: p.tunnel}
 	tr := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            rec.dial,

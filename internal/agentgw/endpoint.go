@@ -34,7 +34,7 @@ var (
 func TargetFor(ep compute.Endpoint, routed RoutedAuth) (Target, error) {
 	switch ep.Transport {
 	case compute.Direct:
-		return Target{Transport: Direct, URL: ep.URL, TokenFile: ep.TokenFile}, nil
+		return Target{Transport: Direct, URL: ep.URL, TokenFile: ep.TokenFile, Tunnel: ep.Tunnel}, nil
 	case compute.Routed:
 		if routed.KeyFile == "" {
 			return Target{}, ErrRoutedNotConfigured

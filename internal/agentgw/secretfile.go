@@ -51,15 +51,28 @@ func readSecretFile(path string, followSymlinks bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSecret(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkSecret applies readSecretFile's content rule to a secret read some
+// other way (through a tunnel): non-empty, at most MaxSecretFileBytes,
+// every byte in '!'..'~'. The error never contains a byte of it.
+func checkSecret(b []byte) error {
 	if len(b) == 0 {
-		return nil, errors.New("file is empty")
+		return errors.New("file is empty")
+	}
+	if len(b) > MaxSecretFileBytes {
+		return fmt.Errorf("file is larger than %d bytes", MaxSecretFileBytes)
 	}
 	for _, c := range b {
 		if c < '!' || c > '~' {
-			return nil, errSecretContent
+			return errSecretContent
 		}
 	}
-	return b, nil
+	return nil
 }
 
 // readCAFile reads a PEM bundle. A CA bundle is public material and is

@@ -1,6 +1,7 @@
 package agentgw
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/openclaw/occ/internal/compute"
 )
 
 // HeaderAPIKey carries the installation's service key to the private route
@@ -26,15 +29,28 @@ type prepared struct {
 	header    http.Header // upgrade request headers (routed: x-api-key)
 	tls       *tls.Config // routed only
 	token     string      // direct only; goes into connect.params.auth
+	tunnel    compute.Tunnel
 }
 
 // prepare validates the Target and reads its credential (and CA bundle) for
 // this operation only.
-func prepare(t Target) (*prepared, error) {
+func prepare(ctx context.Context, t Target) (*prepared, error) {
 	switch t.Transport {
 	case Direct:
 		if err := checkDirectURL(t.URL); err != nil {
 			return nil, unavailable("invalid_target", err)
+		}
+		if t.Tunnel != nil {
+			// The token file is on the remote host: read it there, for
+			// this operation, under the same content rule.
+			tok, err := t.Tunnel.ReadToken(ctx)
+			if err != nil {
+				return nil, unavailable("credential", fmt.Errorf("gateway token through the tunnel: %w", err))
+			}
+			if err := checkSecret(tok); err != nil {
+				return nil, unavailable("credential", fmt.Errorf("gateway token through the tunnel: %w", err))
+			}
+			return &prepared{transport: Direct, url: t.URL, header: http.Header{}, token: string(tok), tunnel: t.Tunnel}, nil
 		}
 		if t.TokenFile == "" {
 			return nil, unavailable("credential", errors.New("direct target has no token file"))

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/openclaw/occ/internal/workspace"
 )
@@ -100,6 +101,25 @@ type Endpoint struct {
 	// TokenFile is, for Direct, the 0600 file holding the gateway token;
 	// it is read for each operation and never copied elsewhere.
 	TokenFile string
+	// Tunnel, for Direct, is set by a driver whose gateway listens on the
+	// loopback of another host (SSH): the client then reaches URL's
+	// address through it and reads the token through it, instead of
+	// dialing here and reading TokenFile here. Nil for every other driver.
+	Tunnel Tunnel
+}
+
+// Tunnel reaches a Direct gateway that listens on a remote host's
+// loopback. URL still names that loopback address (as the gateway sees
+// it); only the way to it differs. Both methods are called once per
+// operation, honour ctx's deadline, and say nothing of the token in their
+// errors.
+type Tunnel interface {
+	// DialGateway opens a stream to the gateway's loopback port on the
+	// remote host (an SSH direct-tcpip channel, for example).
+	DialGateway(ctx context.Context) (net.Conn, error)
+	// ReadToken reads the gateway token from its 0600 file on the remote
+	// host, for this operation only.
+	ReadToken(ctx context.Context) ([]byte, error)
 }
 
 // Driver runs revisions on one backend.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -34,6 +35,9 @@ type NativeOptions struct {
 	Token string
 	// Scopes requested; nil requests admin, read and write.
 	Scopes []string
+	// Dial, when set, opens the connection instead of dialing the URL's
+	// address (a gateway reached through an SSH channel).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Response is an answer frame.
@@ -67,7 +71,7 @@ func (r Response) Scopes() []string {
 // refused connect is not an error: it is returned in Hello (OK false), and
 // the connection is already closed by the gateway.
 func DialNative(ctx context.Context, url string, o NativeOptions) (*Native, error) {
-	hc := &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: o.TLS}}
+	hc := &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: o.TLS, DialContext: o.Dial}}
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: o.Header})
 	if err != nil {
 		if resp != nil {

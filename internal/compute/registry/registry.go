@@ -27,6 +27,7 @@ import (
 	"github.com/openclaw/occ/internal/compute/kube"
 	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 	"github.com/openclaw/occ/internal/compute/local"
+	computessh "github.com/openclaw/occ/internal/compute/ssh"
 	"github.com/openclaw/occ/internal/compute/unconfigured"
 	"github.com/openclaw/occ/internal/config"
 )
@@ -100,6 +101,22 @@ var entries = []Entry{
 			// engine DOCKER_HOST or the local socket names).
 			cfg, _ := settings.(docker.Config)
 			drv, err := docker.New(docker.Options{Config: cfg, DataDir: d.Config.DataDir, Logger: d.Logger})
+			if err != nil {
+				return nil, err
+			}
+			return drv, nil
+		},
+	},
+	{
+		Name:            computessh.DriverName,
+		Summary:         "a gateway per Agent on hosts reached over SSH, configured in drivers.compute.ssh",
+		Doc:             "compute-ssh.md",
+		SectionRequired: true,
+		Section: func(s *config.Section) (any, error) {
+			return computessh.FromSection(s)
+		},
+		Open: func(_ context.Context, d Deps, settings any) (compute.Driver, error) {
+			drv, err := computessh.New(computessh.Options{Config: settings.(computessh.Config), Logger: d.Logger})
 			if err != nil {
 				return nil, err
 			}

