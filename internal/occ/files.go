@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/digest"
@@ -38,6 +40,12 @@ type FileAccess struct {
 	// disconnects) ends it too.
 	Timeout time.Duration
 }
+
+// tracer starts the domain spans of workspace file operations (the global
+// provider's, a no-op until tracing is set up). They carry no attributes:
+// their parent, the request's span, names the route, and neither the
+// content nor the file's hash ever goes on a span.
+var tracer = otel.Tracer("github.com/openclaw/occ/internal/occ")
 
 func (s *Service) fileDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := s.files.Timeout
@@ -125,6 +133,8 @@ func (s *Service) activeTarget(ctx context.Context, namespaceID, agentID string,
 // GetWorkspaceFile reads one of the four files from the Agent's running
 // gateway. Reads are not audited (denials are, by the authorization layer).
 func (s *Service) GetWorkspaceFile(ctx context.Context, namespaceID, agentID, name string) (WorkspaceFile, error) {
+	ctx, span := tracer.Start(ctx, "occ.GetWorkspaceFile")
+	defer span.End()
 	if s.files.Client == nil || s.files.Driver == nil {
 		return WorkspaceFile{}, errFilesUnavailable
 	}
@@ -172,6 +182,8 @@ func (s *Service) GetWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 //   - any other failure → audit failure with its reason → its status; if
 //     that audit cannot be written → 503 DEPENDENCY_UNAVAILABLE.
 func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, name, content, expectedHash string) (WrittenFile, error) {
+	ctx, span := tracer.Start(ctx, "occ.PutWorkspaceFile")
+	defer span.End()
 	if s.files.Client == nil || s.files.Driver == nil {
 		return WrittenFile{}, errFilesUnavailable
 	}

@@ -71,8 +71,9 @@ func newLocalEnv(t testing.TB) *localEnv {
 // starts from.
 func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	t.Helper()
+	_, tp := testTraces()
 	e := newEnvWith(t, st, server.Options{Driver: d, Files: agentgw.New(agentgw.Options{}), Now: time.Now,
-		Worker: worker.Options{Poll: 100 * time.Millisecond}})
+		Worker: worker.Options{Poll: 100 * time.Millisecond}, TracerProvider: tp})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.srv.Worker.Run(ctx) }()
@@ -246,6 +247,7 @@ func TestEmbeddedDefaultEndToEnd(t *testing.T) {
 	}
 
 	t.Run("files", func(t *testing.T) { liveFileCases(t, le.deployEnv, ws, agent) })
+	t.Run("traces", func(t *testing.T) { liveTraceCases(t, le, agent) })
 	t.Run("permissions", func(t *testing.T) { liveFilePermissions(t, le.deployEnv, agent) })
 
 	// Delete: the worker retires the gateway and removes the Agent's storage.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -274,4 +275,17 @@ func TestRequestSpanAndLogIDs(t *testing.T) {
 	if !regexp.MustCompile(`^req_[0-9a-f]{32}$`).MatchString(reqID) {
 		t.Errorf("request id %q", reqID)
 	}
+}
+
+func serveOnce(h http.Handler) {
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/v1/namespaces/x", nil))
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -1,0 +1,138 @@
+package server_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/openclaw/occ/internal/digest"
+)
+
+// testTraces is the package's one in-memory trace pipeline, installed as
+// the global provider on first use (the domain packages' tracers follow
+// the first global provider set, so there is exactly one per process).
+var testTraces = sync.OnceValues(func() (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	otel.SetTracerProvider(tp)
+	return exp, tp
+})
+
+// liveTraceCases writes and reads a file through the server and the real
+// gateway with tracing on, then checks the span tree (request → domain →
+// store and gateway client, one trace) and scans every exported span's
+// name, attributes, events, links and status for the file's bytes, its
+// hash, the gateway token and the session cookie.
+func liveTraceCases(t *testing.T, le *localEnv, agent string) {
+	exp, _ := testTraces()
+	token, err := os.ReadFile(filepath.Join(le.agentDir(agent), "token"))
+	if err != nil || len(token) < 32 {
+		t.Fatalf("token file: %v", err)
+	}
+	fe := &filesEnv{deployEnv: le.deployEnv, agent: agent, base: "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/"}
+	content := "TRACE-CONTENT-9b41e0 never on a span"
+	exp.Reset()
+	if rec, env := fe.put("SOUL.md", `{"content":"`+content+`"}`, nil); rec.Code != 200 {
+		t.Fatalf("PUT: %d %+v", rec.Code, env.Error)
+	}
+	var got struct {
+		Content string `json:"content"`
+	}
+	fe.must("GET", fe.base+"SOUL.md", nil, fe.admin, 200, &got)
+	if got.Content != content {
+		t.Fatalf("GET = %q", got.Content)
+	}
+	spans := exp.GetSpans()
+
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, s := range spans {
+		byID[s.SpanContext.SpanID()] = s
+	}
+	// ancestors lists the names from s up to its root.
+	ancestors := func(s tracetest.SpanStub) []string {
+		var names []string
+		for i := 0; i < 20; i++ {
+			names = append(names, s.Name)
+			p, ok := byID[s.Parent.SpanID()]
+			if !ok {
+				break
+			}
+			s = p
+		}
+		return names
+	}
+	const route = "/namespaces/{ns}/agents/{agentId}/workspace/files/{name}"
+	for _, want := range []struct{ leaf, domain, root string }{
+		{"agentgw.set", "occ.PutWorkspaceFile", "PUT " + route},
+		{"agentgw.get", "occ.GetWorkspaceFile", "GET " + route},
+	} {
+		found := false
+		for _, s := range spans {
+			if s.Name != want.leaf {
+				continue
+			}
+			found = true
+			chain := ancestors(s)
+			if len(chain) < 3 || chain[1] != want.domain || chain[len(chain)-1] != want.root {
+				t.Errorf("%s ancestry %v; want %s under %s under %s", want.leaf, chain, want.leaf, want.domain, want.root)
+			}
+		}
+		if !found {
+			t.Errorf("no %s span", want.leaf)
+		}
+	}
+	db := 0
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, "db.") {
+			if chain := ancestors(s); strings.HasPrefix(chain[len(chain)-1], "PUT "+route) || strings.HasPrefix(chain[len(chain)-1], "GET "+route) {
+				db++
+			}
+		}
+	}
+	if db == 0 {
+		t.Error("no store span under the file requests")
+	}
+
+	secrets := map[string]string{
+		"content":        content,
+		"content prefix": "TRACE-CONTENT",
+		"content hash":   digest.Of(content),
+		"gateway token":  strings.TrimSpace(string(token)),
+		"session cookie": fe.admin.cookie.Value,
+	}
+	for _, s := range spans {
+		var texts []string
+		texts = append(texts, s.Name, s.Status.Description)
+		for _, a := range s.Attributes {
+			texts = append(texts, string(a.Key), a.Value.Emit())
+		}
+		for _, ev := range s.Events {
+			texts = append(texts, ev.Name)
+			for _, a := range ev.Attributes {
+				texts = append(texts, string(a.Key), a.Value.Emit())
+			}
+		}
+		for _, l := range s.Links {
+			for _, a := range l.Attributes {
+				texts = append(texts, string(a.Key), a.Value.Emit())
+			}
+		}
+		for _, a := range s.Resource.Attributes() {
+			texts = append(texts, a.Value.Emit())
+		}
+		all := strings.Join(texts, "\x00")
+		for what, secret := range secrets {
+			if strings.Contains(all, secret) {
+				t.Errorf("span %q holds the %s", s.Name, what)
+			}
+		}
+	}
+	t.Logf("%d spans exported for one PUT and one GET", len(spans))
+}
