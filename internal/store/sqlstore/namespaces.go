@@ -182,7 +182,9 @@ func (s *Store) GetConfiguration(ctx context.Context, namespaceID, id string) (s
 // oldest first (index configurations_namespace_created_idx).
 func (s *Store) ListConfigurations(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Configuration], error) {
 	return listPage(ctx, s, "list configurations", scanConfiguration,
-		func(c store.Configuration) store.PageCursor { return store.PageCursor{CreatedAt: c.CreatedAt, ID: c.ID} },
+		func(c store.Configuration) store.PageCursor {
+			return store.PageCursor{CreatedAt: c.CreatedAt, ID: c.ID}
+		},
 		`SELECT `+configurationColumns+` FROM configurations WHERE namespace_id = ?`, "AND", p, namespaceID)
 }
 
