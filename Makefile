@@ -14,7 +14,7 @@ LDFLAGS := -X $(PKG)/internal/buildinfo.Version=$(VERSION) -X $(PKG)/internal/bu
 # Seconds per fuzz target for `make fuzz`; raise it for a longer hunt.
 FUZZTIME ?= 10s
 
-.PHONY: build images runtime run test test-kubernetes lint vet fmt fuzz clean
+.PHONY: build images runtime run test test-kubernetes lint vet fmt fuzz bench clean
 
 ## build: compile bin/occ with the version stamped in
 build:
@@ -77,6 +77,18 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 		done; \
 	done
+
+# Operations per measured row of `make bench`, and per side of the workspace files rows.
+BENCH_OPS ?= 2000
+BENCH_FILES_OPS ?= 200
+
+## bench: print the performance table of docs/performance.md (internal/bench/cmd): the API at
+## 10,000 Agents and 1,000 Namespaces on SQLite and PostgreSQL, occ server RSS, and workspace files
+## through OCC against the native gateway (one real gateway). Never part of `make test`.
+bench: build runtime
+	OCC_TEST_POSTGRES_URL="$${OCC_TEST_POSTGRES_URL:-$$(bash scripts/testenv/postgres.sh start | tail -n 1)}" \
+	OCC_OPENCLAW_RUNTIME="$${OCC_OPENCLAW_RUNTIME:-$$(bash scripts/install-runtime.sh 2>/dev/null | tail -n 1)}" \
+	$(GO) run ./internal/bench/cmd -ops $(BENCH_OPS) -occ bin/occ -files $(BENCH_FILES_OPS)
 
 ## clean: remove build and coverage output (not ./.occ: that is your data)
 clean:

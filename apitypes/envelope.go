@@ -62,7 +62,8 @@ type ErrorDetail struct {
 
 // List is the data of a collection route: {"items": […]}. Items is never
 // null; an empty collection is []. The paged lists (GET /namespaces, GET
-// /namespaces/{ns}/agents) also carry nextCursor while more pages follow.
+// /namespaces/{ns}/agents, GET /namespaces/{ns}/configurations) also carry
+// nextCursor while more pages follow.
 type List[T Data] struct {
 	// Items are the collection's members the caller may read. On a paged
 	// list, the members of this page the caller may read: a page may hold
@@ -75,7 +76,8 @@ type List[T Data] struct {
 }
 
 // ListQuery holds the query parameters of a paged list route (GET
-// /namespaces, GET /namespaces/{ns}/agents); each field's JSON name is its
+// /namespaces, GET /namespaces/{ns}/agents, GET
+// /namespaces/{ns}/configurations); each field's JSON name is its
 // parameter name. Empty fields are not sent.
 type ListQuery struct {
 	// Limit is the page size, 1 to 500; the default is 100.

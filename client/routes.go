@@ -245,9 +245,15 @@ func (c *Client) WorkspaceDefaults(ctx context.Context) (apitypes.WorkspaceDefau
 	return call[apitypes.WorkspaceDefaults](ctx, c, request{method: http.MethodGet, path: "/workspace-defaults"})
 }
 
-// ListConfigurations calls GET /namespaces/{ns}/configurations.
+// ListConfigurations calls GET /namespaces/{ns}/configurations and follows
+// nextCursor to the last page.
 func (c *Client) ListConfigurations(ctx context.Context, ns string) ([]apitypes.Configuration, error) {
-	return items[apitypes.Configuration](ctx, c, p("/namespaces/%s/configurations", ns))
+	return allPages[apitypes.Configuration](ctx, c, p("/namespaces/%s/configurations", ns))
+}
+
+// ListConfigurationsPage calls GET /namespaces/{ns}/configurations for one page.
+func (c *Client) ListConfigurationsPage(ctx context.Context, ns string, q apitypes.ListQuery) (apitypes.List[apitypes.Configuration], error) {
+	return onePage[apitypes.Configuration](ctx, c, p("/namespaces/%s/configurations", ns), q)
 }
 
 // CreateConfiguration calls POST /namespaces/{ns}/configurations.

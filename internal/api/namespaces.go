@@ -59,11 +59,15 @@ func (a *API) CreateConfiguration(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) ListConfigurations(w http.ResponseWriter, r *http.Request) {
 	p, ok := pathIDs(w, r, "ns", ids.Namespace)
-	if !ok || !bodyless(w, r) {
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListConfigurations(r.Context(), p[0])
-	respond(w, r, http.StatusOK, list(v, toConfiguration), err)
+	q, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	v, err := a.svc.ListConfigurations(r.Context(), p[0], q)
+	respond(w, r, http.StatusOK, pageOf(v, toConfiguration), err)
 }
 
 func (a *API) GetConfiguration(w http.ResponseWriter, r *http.Request) {

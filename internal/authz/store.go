@@ -539,15 +539,23 @@ func (w *Store) GetConfiguration(ctx context.Context, namespaceID, id string) (s
 	return w.inner.GetConfiguration(ctx, namespaceID, id)
 }
 
-func (w *Store) ListConfigurations(ctx context.Context, namespaceID string) ([]store.Configuration, error) {
+// ListConfigurations keeps the page's Configurations the caller may read
+// and the store's Next, so a page may be short (even empty) with more to
+// come.
+func (w *Store) ListConfigurations(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Configuration], error) {
+	var none store.Page[store.Configuration]
 	if err := w.gate(ctx, "ListConfigurations", store.ActionRead, NamespaceResource(namespaceID)); err != nil {
-		return nil, err
+		return none, err
 	}
-	all, err := w.inner.ListConfigurations(ctx, namespaceID)
+	page, err := w.inner.ListConfigurations(ctx, namespaceID, p)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
-	return filter(ctx, w, "ListConfigurations", all, func(c store.Configuration) Resource { return cfgResource(c.NamespaceID, c.ID) })
+	page.Items, err = filter(ctx, w, "ListConfigurations", page.Items, func(c store.Configuration) Resource { return cfgResource(c.NamespaceID, c.ID) })
+	if err != nil {
+		return none, err
+	}
+	return page, nil
 }
 
 func (w *Store) UpdateConfiguration(ctx context.Context, c store.Configuration) (store.Configuration, error) {

@@ -122,8 +122,8 @@ func PrintTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "engine\tmeasurement\tconc\tops\tp50\tp99\tops/s\tbytes/reply\tnote")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%.0f\t%d\t%s\n", r.Engine, r.Name, r.Concurrency, r.Ops,
-			ms(r.P50), ms(r.P99), r.PerSecond, r.BytesPerReply, r.Note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Engine, r.Name, r.Concurrency, count(float64(r.Ops)),
+			ms(r.P50), ms(r.P99), count(r.PerSecond), count(float64(r.BytesPerReply)), r.Note)
 	}
 	return tw.Flush()
 }
@@ -133,4 +133,12 @@ func ms(d time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// count prints a whole number, or "-" for none.
+func count(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", v)
 }

@@ -257,22 +257,26 @@ OpenClaw configuration (a JSON object), which the server validates.`,
 	}
 	update.Flags().StringVarP(&updateFile, "file", "f", "", "the new JSON document (- for standard input)")
 	update.Flags().StringVar(&rename, "name", "", "the new name")
+	pf := &pageFlags{}
+	list := &cobra.Command{
+		Use: "list", Short: "List the Configurations of the Namespace (every page, or one with --limit/--cursor)", Args: cobra.NoArgs,
+		Example: "  occ configuration list -n team-a --output yaml\n  occ configuration list -n team-a --limit 50",
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
+			ns, err := cn.namespaceID(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return listCmd(cmd.Context(), d.stderr, cn.out, pf, configurationCols,
+				func(ctx context.Context) ([]apitypes.Configuration, error) { return cn.c.ListConfigurations(ctx, ns) },
+				func(ctx context.Context, q apitypes.ListQuery) ([]apitypes.Configuration, string, error) {
+					l, err := cn.c.ListConfigurationsPage(ctx, ns, q)
+					return l.Items, l.NextCursor, err
+				})
+		}),
+	}
+	addPageFlags(list, pf)
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List the Configurations of the Namespace", Args: cobra.NoArgs,
-			Example: "  occ configuration list -n team-a --output yaml",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				ns, err := cn.namespaceID(cmd.Context())
-				if err != nil {
-					return err
-				}
-				l, err := cn.c.ListConfigurations(cmd.Context(), ns)
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, configurationCols)
-			}),
-		},
+		list,
 		create,
 		&cobra.Command{
 			Use:   "get CONFIGURATION",

@@ -17,7 +17,10 @@ import (
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/fake"
+	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/testdb"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -45,7 +48,8 @@ func (d *gatewayDriver) Endpoint(ctx context.Context, rev compute.Revision) (com
 func TestConsoleInBrowser(t *testing.T) {
 	gw := gwtest.NewFakeGateway(t, gwtest.FakeOptions{Files: map[string]string{"SOUL.md": "original soul\n"}})
 	d := &gatewayDriver{Driver: fake.New(fake.Options{Capabilities: compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}}), target: gw.DirectTarget(t)}
-	s := newServer(t, server.Options{Driver: d, Files: agentgw.New(agentgw.Options{}), FileTimeout: 3 * time.Second,
+	st := testdb.SQLite(t)
+	s := newServer(t, server.Options{Store: st, Driver: d, Files: agentgw.New(agentgw.Options{}), FileTimeout: 3 * time.Second,
 		Worker: worker.Options{Poll: 100 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -202,6 +206,31 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.waitJS(10*time.Second, `/page 2/.test(document.querySelector("#status").textContent)`, "page 2")
 	if b.text("#audit tbody tr td") == first {
 		t.Error("the audit log's second page starts with the first page's event")
+	}
+
+	// The Namespaces page by page: 100 more Namespaces (written to the
+	// store directly, created after every earlier one) fill a second page.
+	for i := range 100 {
+		now := time.Now()
+		if err := st.CreateNamespace(context.Background(), store.Namespace{ID: ids.New(ids.Namespace), Name: fmt.Sprintf("bulk-%03d", i),
+			Status: store.NamespaceReady, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.open("/console/namespaces")
+	b.waitJS(10*time.Second, `document.querySelectorAll("#namespaces tbody tr").length === 100 && !document.querySelector("#ns-next").disabled`,
+		"a full first page of Namespaces and a next page")
+	firstNS := b.text("#namespaces tbody tr td")
+	b.click("#ns-next")
+	b.waitJS(10*time.Second, `document.querySelector("#ns-next").disabled && /^bulk-/.test(document.querySelector("#namespaces tbody tr td").textContent)`,
+		"the last page of Namespaces")
+	if got := b.text("#namespaces tbody tr:last-child td"); got != "bulk-099" {
+		t.Errorf("the last Namespace on the last page = %q; want bulk-099", got)
+	}
+	b.click("#ns-first")
+	b.waitJS(10*time.Second, `!document.querySelector("#ns-next").disabled`, "the first page again")
+	if got := b.text("#namespaces tbody tr td"); got != firstNS {
+		t.Errorf("First page starts with %q; want %q", got, firstNS)
 	}
 
 	// IAM: a service principal and a key shown once, never stored.

@@ -92,12 +92,21 @@ func (s *Service) GetConfiguration(ctx context.Context, namespaceID, id string) 
 	return s.store.GetConfiguration(ctx, namespaceID, id)
 }
 
-// ListConfigurations returns the visible Configurations of a Namespace.
-func (s *Service) ListConfigurations(ctx context.Context, namespaceID string) ([]store.Configuration, error) {
-	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
-		return nil, err
+// ListConfigurations returns one page of the visible Configurations of a
+// Namespace.
+func (s *Service) ListConfigurations(ctx context.Context, namespaceID string, q PageQuery) (Page[store.Configuration], error) {
+	p, err := q.request()
+	if err != nil {
+		return Page[store.Configuration]{}, err
 	}
-	return s.store.ListConfigurations(ctx, namespaceID)
+	if _, err := s.store.GetNamespace(ctx, namespaceID); err != nil {
+		return Page[store.Configuration]{}, err
+	}
+	page, err := s.store.ListConfigurations(ctx, namespaceID, p)
+	if err != nil {
+		return Page[store.Configuration]{}, err
+	}
+	return fromStorePage(page), nil
 }
 
 // ConfigurationPatch changes a Configuration; nil fields stay as they are.

@@ -48,8 +48,8 @@ func pageAll(t *testing.T, e *env, path string, limit int, c cred) []string {
 	return nil
 }
 
-// TestPagedLists checks the cursor pagination of GET /namespaces and GET
-// /namespaces/{ns}/agents: the page size at its limit (500) and one past
+// TestPagedLists checks the cursor pagination of GET /namespaces, GET
+// /namespaces/{ns}/agents and GET /namespaces/{ns}/configurations: the page size at its limit (500) and one past
 // it, the default, malformed cursors and queries, that small pages visit
 // every item once in creation order, and that a caller bound to one exact
 // Agent pages through only that Agent while one bound to nothing is told
@@ -89,7 +89,18 @@ func TestPagedLists(t *testing.T) {
 	if diff := cmp.Diff(want, pageAll(t, e, agents, 37, e.admin)); diff != "" {
 		t.Errorf("pages of 37 (-want +got):\n%s", diff)
 	}
-	for _, path := range []string{agents, "/namespaces"} {
+	cfgs := "/namespaces/" + ns.ID + "/configurations"
+	wantCfg := []string{cfg.ID}
+	for i := range 2 {
+		var c idOnly
+		e.must("POST", cfgs, map[string]any{"name": fmt.Sprintf("c-%d", i), "kind": "agent", "document": map[string]any{}}, e.admin, 201, &c)
+		wantCfg = append(wantCfg, c.ID)
+	}
+	slices.Sort(wantCfg)
+	if diff := cmp.Diff(wantCfg, pageAll(t, e, cfgs, 2, e.admin)); diff != "" {
+		t.Errorf("Configurations in pages of 2 (-want +got):\n%s", diff)
+	}
+	for _, path := range []string{agents, "/namespaces", cfgs} {
 		for _, bad := range []string{"?limit=501", "?limit=0", "?limit=-1", "?limit=x", "?cursor=%21%21", "?cursor=e30", "?limit=1&limit=2", "?color=red"} {
 			if code, _, _ := e.do("GET", path+bad, nil, e.admin); code != 400 {
 				t.Errorf("GET %s%s: %d, want 400", path, bad, code)

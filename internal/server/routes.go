@@ -90,7 +90,7 @@ func Routes(a *api.API, h *Health) []Route {
 		{"PUT", "/namespaces/{ns}/agents/{agentId}/workspace/files/{name}", Authenticated, a.PutWorkspaceFile, 200, apitypes.PutWorkspaceFileRequest{}, apitypes.WrittenFile{}, noQuery, true},
 		{"GET", "/workspace-defaults", Authenticated, a.WorkspaceDefaults, 200, noBody, apitypes.WorkspaceDefaults{}, noQuery, false},
 
-		{"GET", "/namespaces/{ns}/configurations", Authenticated, a.ListConfigurations, 200, noBody, apitypes.List[apitypes.Configuration]{}, noQuery, false},
+		{"GET", "/namespaces/{ns}/configurations", Authenticated, a.ListConfigurations, 200, noBody, apitypes.List[apitypes.Configuration]{}, apitypes.ListQuery{}, false},
 		{"POST", "/namespaces/{ns}/configurations", Authenticated, a.CreateConfiguration, 201, apitypes.CreateConfigurationRequest{}, apitypes.Configuration{}, noQuery, false},
 		{"GET", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.GetConfiguration, 200, noBody, apitypes.Configuration{}, noQuery, false},
 		{"PATCH", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.PatchConfiguration, 200, apitypes.PatchConfigurationRequest{}, apitypes.Configuration{}, noQuery, false},

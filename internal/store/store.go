@@ -95,7 +95,9 @@ type Store interface {
 	// DeleteConfiguration fails with Conflict while an Agent references it.
 	CreateConfiguration(ctx context.Context, c Configuration) error
 	GetConfiguration(ctx context.Context, namespaceID, id string) (Configuration, error)
-	ListConfigurations(ctx context.Context, namespaceID string) ([]Configuration, error)
+	// ListConfigurations returns one page of the Namespace's
+	// Configurations, oldest first.
+	ListConfigurations(ctx context.Context, namespaceID string, page PageRequest) (Page[Configuration], error)
 	UpdateConfiguration(ctx context.Context, c Configuration) (Configuration, error)
 	DeleteConfiguration(ctx context.Context, namespaceID, id string) error
 

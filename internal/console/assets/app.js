@@ -47,6 +47,22 @@ async function api(method, path, payload, headers) {
   return { status: res.status, data: j && j.data, error: j && j.error, etag: etag ? etag.replace(/^"|"$/g, '') : null };
 }
 
+// apiAll reads every page of a paged list (at most 100 pages of 500),
+// for the short lists a page shows whole; it answers like api, with all
+// the items.
+async function apiAll(path) {
+  const items = [];
+  let cursor = '';
+  for (let i = 0; i < 100; i++) {
+    const r = await api('GET', path + '?limit=500' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    if (r.status !== 200) { return r; }
+    items.push(...r.data.items);
+    cursor = r.data.nextCursor || '';
+    if (!cursor) { break; }
+  }
+  return { status: 200, data: { items } };
+}
+
 function cell(v) {
   const td = document.createElement('td');
   if (v instanceof Node) { td.appendChild(v); } else { td.textContent = v == null ? '' : String(v); }
@@ -230,7 +246,7 @@ pages.agents = async () => {
     ]), 'No Agents yet.');
   };
   const loadCfgs = async () => {
-    const r = await api('GET', '/namespaces/' + enc(NS) + '/configurations');
+    const r = await apiAll('/namespaces/' + enc(NS) + '/configurations');
     if (r.status !== 200) { fillTable('#configurations', [], errText(r)); return; }
     fillTable('#configurations', r.data.items.map((c) => [c.name, c.generation, c.id]), 'No Configurations yet: create one before the first Agent.');
   };
@@ -264,7 +280,7 @@ pages['agent-new'] = async () => {
   };
   areas.forEach((t) => t.addEventListener('input', check));
   const [cfgs, defs] = await Promise.all([
-    api('GET', '/namespaces/' + enc(NS) + '/configurations'),
+    apiAll('/namespaces/' + enc(NS) + '/configurations'),
     api('GET', '/workspace-defaults'),
   ]);
   if (cfgs.status !== 200) { alertMsg(errText(cfgs)); return; }

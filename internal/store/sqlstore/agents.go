@@ -80,34 +80,45 @@ func (s *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Age
 	return a, s.getErr("get agent", "agent", err)
 }
 
-// GetAgentFor reads the Agent, its Namespace and its active revision. It
-// opens no transaction of its own (on SQLite that would take the write
-// lock for a read); inside the caller's transaction the three reads see
-// that transaction. A dangling active revision id (no row) leaves
-// ActiveRevision nil rather than failing: the caller decides what an Agent
-// without a usable revision means. action is for the authorizing wrapper;
-// the store ignores it.
+// GetAgentFor reads the Agent, its Namespace and its active revision in
+// one query (every operation on an Agent starts with it, so it is one
+// round trip instead of three). It opens no transaction of its own (on
+// SQLite that would take the write lock for a read); inside the caller's
+// transaction the query sees that transaction. A dangling active revision
+// id (no row) leaves ActiveRevision nil rather than failing: the caller
+// decides what an Agent without a usable revision means. action is for the
+// authorizing wrapper; the store ignores it.
 func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id string) (store.AgentScope, error) {
-	a, err := s.GetAgent(ctx, namespaceID, id)
+	var out store.AgentScope
+	a, ns := &out.Agent, &out.Namespace
+	var status, runtime, nsStatus string
+	var rev store.Revision
+	var revNumber, revGeneration sql.NullInt64
+	var revCreated *time.Time
+	err := s.queryRow(ctx, `SELECT a.id, a.namespace_id, a.name, a.configuration_id, a.status, a.desired_runtime_state,
+			a.active_revision_id, a.deletion_requested_by, a.created_at, a.updated_at,
+			n.id, n.name, n.status, n.created_at, n.updated_at,
+			r.id, r.namespace_id, r.agent_id, r.revision_number, r.configuration_id, r.configuration_kind,
+			r.configuration_generation, r.configuration, r.compute_driver_id, r.created_by, r.created_at
+		FROM agents a
+		JOIN namespaces n ON n.id = a.namespace_id
+		LEFT JOIN agent_revisions r ON r.namespace_id = a.namespace_id AND r.agent_id = a.id AND r.id = a.active_revision_id
+		WHERE a.namespace_id = ? AND a.id = ?`, namespaceID, id).Scan(
+		&a.ID, &a.NamespaceID, &a.Name, &a.ConfigurationID, &status, &runtime,
+		optStringCol{&a.ActiveRevisionID}, optStringCol{&a.DeletionRequestedBy}, timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt},
+		&ns.ID, &ns.Name, &nsStatus, timeCol{&ns.CreatedAt}, timeCol{&ns.UpdatedAt},
+		optStringCol{&rev.ID}, optStringCol{&rev.NamespaceID}, optStringCol{&rev.AgentID}, &revNumber,
+		optStringCol{&rev.ConfigurationID}, optStringCol{&rev.ConfigurationKind}, &revGeneration, jsonCol{&rev.Configuration},
+		optStringCol{&rev.ComputeDriverID}, optStringCol{&rev.CreatedBy}, optTimeCol{&revCreated})
 	if err != nil {
-		return store.AgentScope{}, err
+		return store.AgentScope{}, s.getErr("get agent", "agent", err)
 	}
-	ns, err := s.GetNamespace(ctx, namespaceID)
-	if err != nil {
-		return store.AgentScope{}, err
+	a.Status, a.DesiredRuntimeState = store.AgentStatus(status), store.RuntimeState(runtime)
+	ns.Status = store.NamespaceStatus(nsStatus)
+	if rev.ID != "" && revCreated != nil {
+		rev.Number, rev.ConfigurationGeneration, rev.CreatedAt = revNumber.Int64, revGeneration.Int64, *revCreated
+		out.ActiveRevision = &rev
 	}
-	out := store.AgentScope{Agent: a, Namespace: ns}
-	if a.ActiveRevisionID == "" {
-		return out, nil
-	}
-	rev, err := s.GetRevision(ctx, namespaceID, id, a.ActiveRevisionID)
-	switch {
-	case errkind.Is(err, errkind.NotFound):
-		return out, nil
-	case err != nil:
-		return store.AgentScope{}, err
-	}
-	out.ActiveRevision = &rev
 	return out, nil
 }
 

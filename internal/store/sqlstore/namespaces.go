@@ -178,10 +178,14 @@ func (s *Store) GetConfiguration(ctx context.Context, namespaceID, id string) (s
 	return c, s.getErr("get configuration", "configuration", err)
 }
 
-// ListConfigurations returns the Namespace's Configurations, oldest first.
-func (s *Store) ListConfigurations(ctx context.Context, namespaceID string) ([]store.Configuration, error) {
-	return list(ctx, s, "list configurations", scanConfiguration,
-		`SELECT `+configurationColumns+` FROM configurations WHERE namespace_id = ? ORDER BY created_at, id`, namespaceID)
+// ListConfigurations returns one page of the Namespace's Configurations,
+// oldest first (index configurations_namespace_created_idx).
+func (s *Store) ListConfigurations(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Configuration], error) {
+	return listPage(ctx, s, "list configurations", scanConfiguration,
+		func(c store.Configuration) store.PageCursor {
+			return store.PageCursor{CreatedAt: c.CreatedAt, ID: c.ID}
+		},
+		`SELECT `+configurationColumns+` FROM configurations WHERE namespace_id = ?`, "AND", p, namespaceID)
 }
 
 // UpdateConfiguration replaces name and document, sets updated_at to

@@ -80,7 +80,10 @@ func TestHotQueryPlans(t *testing.T) {
 				_, err := rs.ListAgents(ctx, seed.ns.ID, store.PageRequest{Limit: 50, After: after})
 				return err
 			}},
-			{"ListConfigurations", func() error { _, err := rs.ListConfigurations(ctx, seed.ns.ID); return err }},
+			{"ListConfigurations", func() error {
+				_, err := rs.ListConfigurations(ctx, seed.ns.ID, store.PageRequest{Limit: 50})
+				return err
+			}},
 			{"ListRevisions", func() error { _, err := rs.ListRevisions(ctx, seed.ns.ID, seed.midAgent.ID); return err }},
 			{"ListAuditEvents", func() error { _, err := rs.ListAuditEvents(ctx, store.AuditFilter{}, nil, 51); return err }},
 			{"ListAuditEvents after", func() error {

@@ -129,9 +129,9 @@ var configurationCases = []testCase{
 	{"Configuration/CreateGetList", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		ns, other := f.namespace(), f.namespace()
-		got, err := h.Store.ListConfigurations(ctx(t), ns.ID)
+		got, err := h.Store.ListConfigurations(ctx(t), ns.ID, store.PageRequest{Limit: store.MaxPageSize})
 		must(t, "ListConfigurations", err)
-		check(t, "ListConfigurations of an empty namespace", []store.Configuration{}, got)
+		check(t, "ListConfigurations of an empty namespace", store.Page[store.Configuration]{Items: []store.Configuration{}}, got)
 
 		a, b := f.configuration(ns), f.configuration(ns)
 		inOther := f.configuration(other)
@@ -142,9 +142,20 @@ var configurationCases = []testCase{
 		if string(got1.Document) != sampleDocument {
 			t.Errorf("GetConfiguration().Document = %s, want exactly %s", got1.Document, sampleDocument)
 		}
-		list, err := h.Store.ListConfigurations(ctx(t), ns.ID)
+		list, err := h.Store.ListConfigurations(ctx(t), ns.ID, store.PageRequest{Limit: 2})
 		must(t, "ListConfigurations", err)
-		check(t, "ListConfigurations", []store.Configuration{a, b}, list)
+		check(t, "ListConfigurations, a full last page", store.Page[store.Configuration]{Items: []store.Configuration{a, b}}, list)
+		first, err := h.Store.ListConfigurations(ctx(t), ns.ID, store.PageRequest{Limit: 1})
+		must(t, "ListConfigurations page of 1", err)
+		check(t, "ListConfigurations first page of 1", []store.Configuration{a}, first.Items)
+		if first.Next == nil {
+			t.Fatal("ListConfigurations first page of 1 of 2: Next is nil")
+		}
+		second, err := h.Store.ListConfigurations(ctx(t), ns.ID, store.PageRequest{Limit: 1, After: first.Next})
+		must(t, "ListConfigurations second page of 1", err)
+		check(t, "ListConfigurations second page of 1", store.Page[store.Configuration]{Items: []store.Configuration{b}}, second)
+		_, err = h.Store.ListConfigurations(ctx(t), ns.ID, store.PageRequest{Limit: store.MaxPageSize + 1})
+		wantErr(t, "ListConfigurations one past the page-size limit", err, errkind.Invalid, "")
 
 		_, err = h.Store.GetConfiguration(ctx(t), ns.ID, inOther.ID)
 		wantErr(t, "GetConfiguration through another namespace", err, errkind.NotFound, "")

@@ -156,9 +156,9 @@ var txCases = []testCase{
 		for err := range errs {
 			must(t, "concurrent InTx", err)
 		}
-		list, err := h.Store.ListConfigurations(ctx(t), ns.ID)
+		page, err := h.Store.ListConfigurations(ctx(t), ns.ID, store.PageRequest{Limit: store.MaxPageSize})
 		must(t, "ListConfigurations", err)
-		if len(list) != writers {
+		if list := page.Items; len(list) != writers {
 			t.Errorf("ListConfigurations() has %d entries, want %d", len(list), writers)
 		}
 	}},
