@@ -46,6 +46,9 @@ type Options struct {
 	PublicOrigin   string
 	TrustedProxies []netip.Prefix
 	SessionTTL     time.Duration
+	// SessionIdleTimeout ends sessions unused this long (0: authn's
+	// default).
+	SessionIdleTimeout time.Duration
 	// Throttle holds the sign-in counters; nil means one with the default
 	// policies (authn.DefaultAccountPolicy, authn.DefaultAddressPolicy).
 	Throttle *authn.Throttle
@@ -110,7 +113,7 @@ func New(o Options) *Server {
 	}
 	svc := occ.New(occ.Options{Store: az, Audit: rec, Now: o.Now, DriverID: o.Driver.ID(), Files: files})
 	sessions := authn.NewSessionsWith(az, authn.SessionOptions{
-		Now: o.Now, TTL: o.SessionTTL, PublicOriginHTTPS: https, Throttle: o.Throttle,
+		Now: o.Now, TTL: o.SessionTTL, IdleTimeout: o.SessionIdleTimeout, PublicOriginHTTPS: https, Throttle: o.Throttle,
 		OnThrottle: func(ctx context.Context, ev authn.ThrottleEvent) { auditThrottle(ctx, rec, o.Logger, ev) },
 	})
 	handlers := api.New(svc, sessions)
@@ -137,7 +140,7 @@ func New(o Options) *Server {
 	// through the routes above.
 	console.New(az).Register(mux)
 	adm := &admission{
-		authn:          authn.NewAuthenticator(az, o.Now, https),
+		authn:          authn.NewAuthenticatorWith(az, o.Now, https, o.SessionIdleTimeout),
 		audit:          rec,
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
@@ -245,7 +248,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		proxies = append(proxies, p)
 	}
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
-		SessionTTL: cfg.SessionTTL, Logger: logger, Driver: driver,
+		SessionTTL: cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
 		Files:          agentgw.New(agentgw.Options{Logger: logger}),
 		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
 	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{
