@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ import (
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/tlscert"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -77,6 +79,7 @@ type Server struct {
 	Audit   *audit.Recorder
 	Routes  []Route
 	handler http.Handler
+	drain   *drainer
 }
 
 // New builds the server's handler and domain service.
@@ -153,15 +156,20 @@ func New(o Options) *Server {
 		}
 		admitted.ServeHTTP(w, r)
 	})
+	dr := &drainer{}
+	h = dr.wrap(h)
 	h = httpx.Recover(h)
 	h = httpx.SecurityHeaders(h)
+	if https {
+		h = hsts(h)
+	}
 	h = httpx.RequestID(h)
 	base := o.Logger
 	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), base)))
 	})
-	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, Worker: worker.New(az, o.Driver, o.Worker)}
+	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, drain: dr, Worker: worker.New(az, o.Driver, o.Worker)}
 }
 
 // auditThrottle records a delay or lockout a failed sign-in imposed. It
@@ -261,6 +269,16 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		logger.Info("installation bootstrapped", "admin", cfg.BootstrapAdminEmail)
 	}
 
+	var certs *tlscert.Reloader
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		if certs, err = tlscert.New(tlscert.Options{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, Logger: logger}); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(cfg.PublicOrigin, "https://") {
+			logger.Warn("TLS is on but the public origin is not https: session cookies are not marked Secure and HSTS is off; set --public-origin https://...",
+				"publicOrigin", cfg.PublicOrigin)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -274,9 +292,18 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin)
+	if certs != nil {
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	}
+	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin, "tls", certs != nil)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	if cfg.EmbeddedWorker {
 		wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 		workerDone := make(chan struct{})
@@ -300,6 +327,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	// First drain: new requests answer 503 (readiness too, so load
+	// balancers stop sending) while in-flight ones finish; then close the
+	// listener and the idle connections.
+	srv.drain.start()
+	srv.drain.wait(sctx)
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}
