@@ -159,4 +159,3 @@ func TestNewRefusesBadPairs(t *testing.T) {
 		})
 	}
 }
-
