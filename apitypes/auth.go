@@ -96,3 +96,47 @@ type RevokedServiceKey struct {
 }
 
 func (RevokedServiceKey) isData() {}
+
+// SessionInfo is one of the caller's live browser sessions, in GET
+// /api/auth/sessions. It never carries the token.
+type SessionInfo struct {
+	// ID is the session's identifier ("ses_…").
+	ID string `json:"id"`
+	// CreatedAt is when the user signed in.
+	CreatedAt time.Time `json:"createdAt"`
+	// LastUsedAt is when the session last authenticated a request, to the
+	// minute (OCC writes it at most once a minute).
+	LastUsedAt time.Time `json:"lastUsedAt"`
+	// ExpiresAt is the session's absolute end, whatever its use.
+	ExpiresAt time.Time `json:"expiresAt"`
+	// IdleExpiresAt is when the session ends unless it is used before.
+	IdleExpiresAt time.Time `json:"idleExpiresAt"`
+	// Current marks the session this request was made with.
+	Current bool `json:"current"`
+}
+
+func (SessionInfo) isData() {}
+
+// RevokedSession is the data of DELETE /api/auth/sessions/{sessionId}.
+type RevokedSession struct {
+	// ID is the ended session's identifier.
+	ID string `json:"id"`
+	// Revoked is always true.
+	Revoked bool `json:"revoked"`
+}
+
+func (RevokedSession) isData() {}
+
+// RevokedCredentials is the data of POST
+// /iam/users/{userId}/revoke-credentials.
+type RevokedCredentials struct {
+	// UserID is the user whose credentials were revoked.
+	UserID string `json:"userId"`
+	// SessionsRevoked counts the user's sessions that were ended.
+	SessionsRevoked int64 `json:"sessionsRevoked"`
+	// KeysRevoked counts the unrevoked service keys the user had issued
+	// that are now revoked.
+	KeysRevoked int64 `json:"keysRevoked"`
+}
+
+func (RevokedCredentials) isData() {}

@@ -52,6 +52,24 @@ func (c *Client) Session(ctx context.Context) (apitypes.Session, error) {
 	return call[apitypes.Session](ctx, c, request{method: http.MethodGet, path: "/api/auth/session"})
 }
 
+// ListSessions lists the signed-in user's live sessions (GET
+// /api/auth/sessions).
+func (c *Client) ListSessions(ctx context.Context) ([]apitypes.SessionInfo, error) {
+	return items[apitypes.SessionInfo](ctx, c, "/api/auth/sessions")
+}
+
+// RevokeSession ends one of the user's sessions (DELETE
+// /api/auth/sessions/{sessionId}).
+func (c *Client) RevokeSession(ctx context.Context, sessionID string) (apitypes.RevokedSession, error) {
+	return call[apitypes.RevokedSession](ctx, c, request{method: http.MethodDelete, path: p("/api/auth/sessions/%s", sessionID)})
+}
+
+// RevokeUserCredentials ends every session of a user and revokes the
+// keys the user issued (POST /iam/users/{userId}/revoke-credentials).
+func (c *Client) RevokeUserCredentials(ctx context.Context, userID string) (apitypes.RevokedCredentials, error) {
+	return call[apitypes.RevokedCredentials](ctx, c, request{method: http.MethodPost, path: p("/iam/users/%s/revoke-credentials", userID)})
+}
+
 // CreateServiceKey creates a key for a service principal (POST
 // /api/auth/service-keys). The reply holds the secret key, once.
 func (c *Client) CreateServiceKey(ctx context.Context, in apitypes.CreateServiceKeyRequest) (apitypes.ServiceKey, error) {

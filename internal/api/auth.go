@@ -26,6 +26,7 @@ func (a *API) SignIn(w http.ResponseWriter, r *http.Request) {
 		respond(w, r, 0, nil, err)
 		return
 	}
+	a.sessions.Rotate(r.Context(), r)
 	http.SetCookie(w, cookie)
 	u := toUser(user)
 	respond(w, r, http.StatusOK, apitypes.Session{
@@ -109,4 +110,35 @@ func validRef(w http.ResponseWriter, r *http.Request, path, v, prefix string) bo
 	}
 	respond(w, r, 0, nil, errkind.InvalidDetails("The id is malformed.", errkind.Detail{Path: path, Code: errkind.DetailInvalidFormat}))
 	return false
+}
+
+// ListSessions lists the caller's live sessions.
+func (a *API) ListSessions(w http.ResponseWriter, r *http.Request) {
+	if !bodyless(w, r) {
+		return
+	}
+	v, err := a.svc.MySessions(r.Context(), a.sessions.IdleEnd)
+	current := authz.SubjectFrom(r.Context()).SessionID
+	respond(w, r, http.StatusOK, toSessionInfos(v, a.sessions.IdleEnd, current), err)
+}
+
+// RevokeSession ends one of the caller's sessions.
+func (a *API) RevokeSession(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathIDs(w, r, "sessionId", ids.Session)
+	if !ok || !bodyless(w, r) {
+		return
+	}
+	err := a.svc.RevokeMySession(r.Context(), p[0])
+	respond(w, r, http.StatusOK, apitypes.RevokedSession{ID: p[0], Revoked: true}, err)
+}
+
+// RevokeUserCredentials ends a user's sessions and revokes the keys the
+// user issued.
+func (a *API) RevokeUserCredentials(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathIDs(w, r, "userId", ids.User)
+	if !ok || !bodyless(w, r) {
+		return
+	}
+	sessions, keys, err := a.svc.RevokeUserCredentials(r.Context(), p[0])
+	respond(w, r, http.StatusOK, apitypes.RevokedCredentials{UserID: p[0], SessionsRevoked: sessions, KeysRevoked: keys}, err)
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/store"
@@ -88,6 +90,15 @@ func toUser(u store.User) apitypes.User {
 func toServicePrincipal(sp store.ServicePrincipal) apitypes.ServicePrincipal {
 	return apitypes.ServicePrincipal{ID: sp.ID, Name: sp.Name, NamespaceID: sp.NamespaceID, AgentID: sp.AgentID,
 		CreatedAt: sp.CreatedAt}
+}
+
+// toSessionInfos lists sessions without their token hashes, marking the
+// one whose id is current.
+func toSessionInfos(v []store.Session, idleEnd func(store.Session) time.Time, current string) apitypes.List[apitypes.SessionInfo] {
+	return list(v, func(se store.Session) apitypes.SessionInfo {
+		return apitypes.SessionInfo{ID: se.ID, CreatedAt: se.CreatedAt, LastUsedAt: se.LastUsedAt, ExpiresAt: se.ExpiresAt,
+			IdleExpiresAt: idleEnd(se), Current: current != "" && se.ID == current}
+	})
 }
 
 // toServiceKey is the only conversion that carries a secret: the issued

@@ -48,6 +48,10 @@ var allowedDetails = map[string]bool{
 	"failures":      true,
 	"until":         true,
 	"clientAddress": true,
+	// Session and credential revocation.
+	"sessionId":       true,
+	"sessionsRevoked": true,
+	"keysRevoked":     true,
 }
 
 // Recorder writes audit events.

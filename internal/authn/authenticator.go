@@ -21,23 +21,46 @@ type AuthenticatorStore interface {
 	GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error)
 	GetSession(ctx context.Context, tokenHash []byte) (store.Session, error)
 	GetUser(ctx context.Context, id string) (store.User, error)
+	TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error)
+	TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error)
 }
+
+// TouchInterval is how often a session's or a key's last use is written
+// at most: a use less than this after the recorded one writes nothing, so
+// a busy credential costs one database write per interval, not one per
+// request. The idle timeout is therefore exact to about this much.
+const TouchInterval = time.Minute
+
+// DefaultIdleTimeout ends a session unused for this long when no idle
+// timeout is configured.
+const DefaultIdleTimeout = 2 * time.Hour
 
 // Authenticator turns a request's credentials into a subject.
 type Authenticator struct {
 	store      AuthenticatorStore
 	now        func() time.Time
 	cookieName string
+	idle       time.Duration
 }
 
 // NewAuthenticator returns an Authenticator over st. now is the clock (nil:
 // time.Now); publicOriginHTTPS selects the session cookie name and must
-// match the Sessions that issue the cookies.
+// match the Sessions that issue the cookies. Sessions idle for
+// DefaultIdleTimeout end.
 func NewAuthenticator(st AuthenticatorStore, now func() time.Time, publicOriginHTTPS bool) *Authenticator {
+	return NewAuthenticatorWith(st, now, publicOriginHTTPS, 0)
+}
+
+// NewAuthenticatorWith is NewAuthenticator with an idle timeout (<= 0:
+// DefaultIdleTimeout).
+func NewAuthenticatorWith(st AuthenticatorStore, now func() time.Time, publicOriginHTTPS bool, idle time.Duration) *Authenticator {
 	if now == nil {
 		now = time.Now
 	}
-	return &Authenticator{store: st, now: now, cookieName: SessionCookieName(publicOriginHTTPS)}
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	return &Authenticator{store: st, now: now, cookieName: SessionCookieName(publicOriginHTTPS), idle: idle}
 }
 
 // Authenticate returns the subject r authenticates as, or (nil, nil) for an
@@ -115,6 +138,7 @@ func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Su
 			return nil, errBadKey()
 		}
 	}
+	a.touchKey(ctx, key)
 	return &authz.Subject{
 		ID:          sp.ID,
 		Kind:        authz.KindServicePrincipal,
@@ -135,7 +159,14 @@ func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Su
 	if err != nil {
 		return nil, storeError("load session", err)
 	}
-	if !a.now().Before(sess.ExpiresAt) {
+	now := a.now()
+	lastUsed := sess.LastUsedAt
+	if lastUsed.IsZero() {
+		lastUsed = sess.CreatedAt
+	}
+	// Absolute lifetime and idle timeout, both exclusive: at the instant
+	// either is reached the session is already over.
+	if !now.Before(sess.ExpiresAt) || !now.Before(lastUsed.Add(a.idle)) {
 		return nil, nil
 	}
 	user, err := a.store.GetUser(ctx, sess.UserID)
@@ -145,5 +176,22 @@ func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Su
 	if err != nil {
 		return nil, storeError("load user", err)
 	}
-	return &authz.Subject{ID: user.ID, Kind: authz.KindUser, Credential: "session"}, nil
+	if now.Sub(lastUsed) > TouchInterval {
+		// Best effort: a failed write leaves the previous last use, so at
+		// worst the session idles out up to a minute early; the request
+		// itself is authenticated and goes on.
+		_, _ = a.store.TouchSession(ctx, hash, now.UTC(), now.Add(-TouchInterval).UTC())
+	}
+	return &authz.Subject{ID: user.ID, Kind: authz.KindUser, Credential: "session", SessionID: sess.ID}, nil
+}
+
+// touchKey records the key's use at most once per TouchInterval (the
+// store's conditional write makes that hold across requests and
+// replicas). Best effort, like the session's: the request goes on.
+func (a *Authenticator) touchKey(ctx context.Context, key store.APIKey) {
+	now := a.now()
+	if key.LastUsedAt != nil && now.Sub(*key.LastUsedAt) <= TouchInterval {
+		return
+	}
+	_, _ = a.store.TouchAPIKey(ctx, key.ID, now.UTC(), now.Add(-TouchInterval).UTC())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,44 @@ func BenchmarkAuthenticateAPIKey(b *testing.B) {
 		if s, err := a.Authenticate(r); s == nil || err != nil {
 			b.Fatal(s, err)
 		}
+	}
+}
+
+// TestAPIKeyLastUse: a key's use is written on first use, not again within
+// TouchInterval (at the limit), and again one past it; a refused key is
+// never touched.
+func TestAPIKeyLastUse(t *testing.T) {
+	st := newFakeStore()
+	st.sps[spID] = store.ServicePrincipal{ID: spID, Name: "ci"}
+	k := addKey(st, spID, t0.Add(24*time.Hour), nil)
+	c := &clock{t: t0}
+	a := NewAuthenticator(st, c.now, true)
+	wrong := k.presented[:len(k.presented)-1] + "A" // still canonical base64url
+	if wrong == k.presented {
+		wrong = k.presented[:len(k.presented)-1] + "E"
+	}
+	for _, step := range []struct {
+		at        time.Duration
+		key       string
+		wantTouch bool
+	}{
+		{0, k.presented, true},
+		{30 * time.Second, k.presented, false},
+		{TouchInterval, k.presented, false},
+		{TouchInterval + time.Microsecond, k.presented, true},
+		{3 * TouchInterval, wrong, false},
+	} {
+		c.t = t0.Add(step.at)
+		st.calls = nil
+		r := httptest.NewRequest(http.MethodGet, "/namespaces", nil)
+		r.Header.Set(APIKeyHeader, step.key)
+		_, _ = a.Authenticate(r)
+		touched := slices.ContainsFunc(st.calls, func(s string) bool { return strings.HasPrefix(s, "TouchAPIKey") })
+		if touched != step.wantTouch {
+			t.Errorf("at +%s: touched = %v, want %v (calls %q)", step.at, touched, step.wantTouch, st.calls)
+		}
+	}
+	if got := st.keys[k.row.ID].LastUsedAt; got == nil || !got.Equal(t0.Add(TouchInterval+time.Microsecond)) {
+		t.Errorf("LastUsedAt = %v, want %v", got, t0.Add(TouchInterval+time.Microsecond))
 	}
 }

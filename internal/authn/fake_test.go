@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
@@ -153,4 +154,34 @@ func (f *fakeStore) subjects() []string {
 		}
 	}
 	return out
+}
+
+func (f *fakeStore) TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "TouchSession"); err != nil {
+		return false, err
+	}
+	se, ok := f.sessions[string(tokenHash)]
+	if !ok || !se.LastUsedAt.Before(notAfter) {
+		return false, nil
+	}
+	se.LastUsedAt = at
+	f.sessions[string(tokenHash)] = se
+	return true, nil
+}
+
+func (f *fakeStore) TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "TouchAPIKey"); err != nil {
+		return false, err
+	}
+	k, ok := f.keys[id]
+	if !ok || (k.LastUsedAt != nil && !k.LastUsedAt.Before(notAfter)) {
+		return false, nil
+	}
+	k.LastUsedAt = &at
+	f.keys[id] = k
+	return true, nil
 }

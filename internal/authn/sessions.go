@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -78,6 +79,7 @@ type Sessions struct {
 	ttl        time.Duration
 	secure     bool
 	cookieName string
+	idle       time.Duration
 	throttle   *Throttle
 	onThrottle func(context.Context, ThrottleEvent)
 	// verify is verifyPassword; tests replace it to observe that every
@@ -91,6 +93,9 @@ type SessionOptions struct {
 	Now func() time.Time
 	// TTL is the absolute session lifetime (<= 0: DefaultSessionTTL).
 	TTL time.Duration
+	// IdleTimeout is the idle timeout the Authenticator applies (<= 0:
+	// DefaultIdleTimeout); Sessions reports idle ends with it.
+	IdleTimeout time.Duration
 	// PublicOriginHTTPS selects the __Host- cookie with Secure.
 	PublicOriginHTTPS bool
 	// Throttle holds the sign-in counters (nil: a fresh one with the
@@ -136,6 +141,9 @@ func NewSessionsWith(st SessionStore, o SessionOptions) *Sessions {
 	if o.Throttle == nil {
 		o.Throttle = NewThrottle(DefaultAccountPolicy, DefaultAddressPolicy, 0)
 	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
 	dummyHash()
 	return &Sessions{
 		store:      st,
@@ -143,6 +151,7 @@ func NewSessionsWith(st SessionStore, o SessionOptions) *Sessions {
 		ttl:        o.TTL,
 		secure:     o.PublicOriginHTTPS,
 		cookieName: SessionCookieName(o.PublicOriginHTTPS),
+		idle:       o.IdleTimeout,
 		throttle:   o.Throttle,
 		onThrottle: o.OnThrottle,
 		verify:     verifyPassword,
@@ -161,6 +170,26 @@ func WithClientAddr(ctx context.Context, a netip.Addr) context.Context {
 func ClientAddrFrom(ctx context.Context) netip.Addr {
 	a, _ := ctx.Value(clientAddrKey{}).(netip.Addr)
 	return a
+}
+
+// IdleEnd is when se ends unless it is used before: its last use plus the
+// idle timeout (the Authenticator's rule).
+func (s *Sessions) IdleEnd(se store.Session) time.Time {
+	last := se.LastUsedAt
+	if last.IsZero() {
+		last = se.CreatedAt
+	}
+	return last.Add(s.idle)
+}
+
+// Rotate ends the session named by r's cookie, if any: called after a
+// successful sign-in, so that a token the browser held before (or one an
+// attacker planted in it) does not outlive the new session. Best effort:
+// a failure to delete leaves a session that ends by its own lifetimes.
+func (s *Sessions) Rotate(ctx context.Context, r *http.Request) {
+	if hash, ok := sessionTokenHash(r, s.cookieName); ok {
+		_ = s.store.DeleteSession(systemContext(ctx), hash)
+	}
 }
 
 // CookieName is the name of the session cookie.
@@ -233,10 +262,12 @@ func (s *Sessions) SignIn(ctx context.Context, email, password string) (*http.Co
 	now := s.now().UTC().Truncate(time.Microsecond)
 	hash := sha256.Sum256(token[:])
 	sess := store.Session{
-		TokenHash: hash[:],
-		UserID:    user.ID,
-		ExpiresAt: now.Add(s.ttl),
-		CreatedAt: now,
+		ID:         ids.New(ids.Session),
+		TokenHash:  hash[:],
+		UserID:     user.ID,
+		ExpiresAt:  now.Add(s.ttl),
+		CreatedAt:  now,
+		LastUsedAt: now,
 	}
 	sctx := systemContext(ctx)
 	if err := s.store.CreateSession(sctx, sess); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -87,9 +88,13 @@ func TestSessionCookieAttributes(t *testing.T) {
 				t.Fatalf("cookie value %q is not 32 bytes of base64url", c.Value)
 			}
 			h := sha256.Sum256(token)
+			gotID := st.sessions[string(h[:])].ID
+			if !ids.Valid(ids.Session, gotID) {
+				t.Errorf("stored session id %q is not a ses_ id", gotID)
+			}
 			wantSession := store.Session{
-				TokenHash: h[:], UserID: aliceID,
-				ExpiresAt: tc.want.Expires, CreatedAt: t0.UTC(),
+				ID: gotID, TokenHash: h[:], UserID: aliceID,
+				ExpiresAt: tc.want.Expires, CreatedAt: t0.UTC(), LastUsedAt: t0.UTC(),
 			}
 			if diff := cmp.Diff(map[string]store.Session{string(h[:]): wantSession}, st.sessions); diff != "" {
 				t.Errorf("stored sessions mismatch (-want +got):\n%s", diff)
@@ -270,7 +275,11 @@ func TestSessionRoundTripAndExpiry(t *testing.T) {
 		t.Fatalf("SignIn: %v", err)
 	}
 	a := NewAuthenticator(st, c.now, true)
-	alice := &authz.Subject{ID: aliceID, Kind: authz.KindUser, Credential: "session"}
+	var sessionID string
+	for _, se := range st.sessions {
+		sessionID = se.ID
+	}
+	alice := &authz.Subject{ID: aliceID, Kind: authz.KindUser, Credential: "session", SessionID: sessionID}
 	expiry := t0.Add(time.Hour)
 	tests := []struct {
 		name string
@@ -295,5 +304,70 @@ func TestSessionRoundTripAndExpiry(t *testing.T) {
 				t.Errorf("Authenticate mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSessionIdleTimeout: a session ends when unused for the idle timeout
+// (exclusive), a use extends it, uses are written at most once per
+// TouchInterval, and use never extends the absolute lifetime.
+func TestSessionIdleTimeout(t *testing.T) {
+	s, st, c := newSessionsFixture(t, true, 2*time.Hour)
+	cookie, _, err := s.SignIn(context.Background(), "alice@example.com", alicePassword)
+	if err != nil {
+		t.Fatalf("SignIn: %v", err)
+	}
+	idle := 30 * time.Minute
+	a := NewAuthenticatorWith(st, c.now, true, idle)
+	steps := []struct {
+		name      string
+		at        time.Duration // after sign-in
+		wantOK    bool
+		wantTouch bool // a write of the last use
+	}{
+		{"1µs before the idle end", idle - time.Microsecond, true, true},
+		{"again within a minute: no write", idle + 30*time.Second, true, false},
+		{"exactly a minute after the last write: no write", idle - time.Microsecond + TouchInterval, true, false},
+		{"1µs past a minute: written", idle + TouchInterval, true, true},
+		{"at the idle end after that use", idle + TouchInterval + idle, false, false},
+	}
+	for _, step := range steps {
+		c.t = t0.Add(step.at)
+		st.calls = nil
+		r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
+		r.AddCookie(cookie)
+		got, err := a.Authenticate(r)
+		if err != nil {
+			t.Fatalf("%s: Authenticate: %v", step.name, err)
+		}
+		if (got != nil) != step.wantOK {
+			t.Errorf("%s: authenticated = %v, want %v", step.name, got != nil, step.wantOK)
+		}
+		touched := false
+		for _, call := range st.calls {
+			touched = touched || strings.HasPrefix(call, "TouchSession")
+		}
+		if touched != step.wantTouch {
+			t.Errorf("%s: touched = %v, want %v (calls %q)", step.name, touched, step.wantTouch, st.calls)
+		}
+	}
+
+	// Used every 20 minutes, the session still ends at its absolute expiry.
+	s2, st2, c2 := newSessionsFixture(t, true, time.Hour)
+	cookie2, _, err := s2.SignIn(context.Background(), "alice@example.com", alicePassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := NewAuthenticatorWith(st2, c2.now, true, idle)
+	for _, after := range []time.Duration{20 * time.Minute, 40 * time.Minute, 60*time.Minute - time.Microsecond, 60 * time.Minute} {
+		c2.t = t0.Add(after)
+		r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
+		r.AddCookie(cookie2)
+		got, err := a2.Authenticate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := after < time.Hour; (got != nil) != want {
+			t.Errorf("at %s: authenticated = %v, want %v", after, got != nil, want)
+		}
 	}
 }

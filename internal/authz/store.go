@@ -26,7 +26,7 @@ func SystemSubject(name string) *Subject {
 // needs. A system subject calling anything else is refused.
 var systemMethods = map[string]map[string]bool{
 	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUser", "GetUserByEmail",
-		"CreateSession", "DeleteSession", "DeleteExpiredSessions"),
+		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
 	SystemAudit: set("AppendAuditEvent"),
@@ -261,6 +261,50 @@ func (w *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
 		return err
 	}
 	return w.inner.DeleteSession(ctx, tokenHash)
+}
+
+// ListUserSessions and DeleteUserSession: users see and end their own
+// sessions; an administrator may for anyone.
+func (w *Store) ListUserSessions(ctx context.Context, userID string) ([]store.Session, error) {
+	if !self(ctx, userID) {
+		if err := w.admin(ctx, "ListUserSessions"); err != nil {
+			return nil, err
+		}
+	}
+	return w.inner.ListUserSessions(ctx, userID)
+}
+
+func (w *Store) DeleteUserSession(ctx context.Context, userID, id string) error {
+	if !self(ctx, userID) {
+		if err := w.admin(ctx, "DeleteUserSession"); err != nil {
+			return err
+		}
+	}
+	return w.inner.DeleteUserSession(ctx, userID, id)
+}
+
+// TouchSession and TouchAPIKey are the authenticator's bookkeeping.
+func (w *Store) TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error) {
+	if err := w.gateSystemOnly(ctx, "TouchSession"); err != nil {
+		return false, err
+	}
+	return w.inner.TouchSession(ctx, tokenHash, at, notAfter)
+}
+
+func (w *Store) TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error) {
+	if err := w.gateSystemOnly(ctx, "TouchAPIKey"); err != nil {
+		return false, err
+	}
+	return w.inner.TouchAPIKey(ctx, id, at, notAfter)
+}
+
+// RevokeUserCredentials is an administrator's: it ends another user's
+// access at once.
+func (w *Store) RevokeUserCredentials(ctx context.Context, userID string, at time.Time) (int64, int64, error) {
+	if err := w.admin(ctx, "RevokeUserCredentials"); err != nil {
+		return 0, 0, err
+	}
+	return w.inner.RevokeUserCredentials(ctx, userID, at)
 }
 
 func (w *Store) DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error) {

@@ -22,6 +22,10 @@ type Subject struct {
 	// Credential says how the subject authenticated, for audit records:
 	// "session", "api_key:<keyId>" or "system". Never the secret itself.
 	Credential string
+	// SessionID is the public id (ses_...) of the session a user signed
+	// in with, when Credential is "session"; it lets the user's session
+	// list mark the current one. Never the token.
+	SessionID string
 }
 
 type subjectKey struct{}

@@ -12,7 +12,7 @@ import (
 func addClientCmds(root *cobra.Command, d deps) {
 	root.AddCommand(newLoginCmd(d), newLogoutCmd(d), newContextCmd(d),
 		newNamespaceCmd(d), newConfigurationCmd(d), newAgentCmd(d), newFilesCmd(d), newAuditCmd(d),
-		newUserCmd(d), newServicePrincipalCmd(d), newKeyCmd(d), newRoleCmd(d), newBindingCmd(d), newRestrictionCmd(d),
+		newUserCmd(d), newSessionCmd(d), newServicePrincipalCmd(d), newKeyCmd(d), newRoleCmd(d), newBindingCmd(d), newRestrictionCmd(d),
 		newRoutingCmd(d), newDoctorCmd(d))
 }
 

@@ -23,8 +23,8 @@ var userCols = []column[apitypes.User]{
 
 func newUserCmd(d deps) *cobra.Command {
 	f := &clientFlags{}
-	cmd := groupCmd(d, "user", "Create users (administrators)",
-		"  printf '%s\\n' \"$PASSWORD\" | occ user create --email dev@example.com --password-stdin")
+	cmd := groupCmd(d, "user", "Create users and revoke their credentials (administrators)",
+		"  printf '%s\\n' \"$PASSWORD\" | occ user create --email dev@example.com --password-stdin\n  occ user revoke-credentials usr_…")
 	addClientFlags(cmd, f, false)
 	var email string
 	var passwordStdin bool
@@ -49,7 +49,80 @@ func newUserCmd(d deps) *cobra.Command {
 	create.Flags().StringVar(&email, "email", "", "the user's email")
 	_ = create.MarkFlagRequired("email")
 	create.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
-	cmd.AddCommand(create)
+	revoke := &cobra.Command{
+		Use:   "revoke-credentials USER_ID",
+		Short: "End every session of a user and revoke the service keys the user issued, at once",
+		Long: `End every browser session of the user USER_ID (usr_…) and revoke every
+unrevoked service key that user issued, in one transaction with its audit
+record: what an administrator runs when someone leaves or a device is lost.
+Running it again succeeds and revokes nothing more.`,
+		Example: "  occ user revoke-credentials usr_…\n  occ user revoke-credentials usr_… --output json",
+		Args:    cobra.ExactArgs(1),
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
+			r, err := cn.c.RevokeUserCredentials(cmd.Context(), args[0])
+			if err != nil {
+				return apiError(err)
+			}
+			return printOne(cn.out, r, []column[apitypes.RevokedCredentials]{
+				{"USER", func(r apitypes.RevokedCredentials) string { return r.UserID }},
+				{"SESSIONS REVOKED", func(r apitypes.RevokedCredentials) string { return fmt.Sprint(r.SessionsRevoked) }},
+				{"KEYS REVOKED", func(r apitypes.RevokedCredentials) string { return fmt.Sprint(r.KeysRevoked) }},
+			})
+		}),
+	}
+	cmd.AddCommand(create, revoke)
+	return cmd
+}
+
+var sessionCols = []column[apitypes.SessionInfo]{
+	{"ID", func(s apitypes.SessionInfo) string { return s.ID }},
+	{"CURRENT", func(s apitypes.SessionInfo) string {
+		if s.Current {
+			return "*"
+		}
+		return ""
+	}},
+	{"CREATED", func(s apitypes.SessionInfo) string { return timeCell(s.CreatedAt) }},
+	{"LAST USED", func(s apitypes.SessionInfo) string { return timeCell(s.LastUsedAt) }},
+	{"IDLE EXPIRES", func(s apitypes.SessionInfo) string { return timeCell(s.IdleExpiresAt) }},
+	{"EXPIRES", func(s apitypes.SessionInfo) string { return timeCell(s.ExpiresAt) }},
+}
+
+func newSessionCmd(d deps) *cobra.Command {
+	f := &clientFlags{}
+	cmd := groupCmd(d, "session", "List and end your own browser sessions (signed in with occ login --email)",
+		"  occ session list\n  occ session revoke ses_…")
+	addClientFlags(cmd, f, false)
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List your live sessions, newest first; * marks the one this command used",
+		Example: "  occ session list\n  occ session list --output json",
+		Args:    cobra.NoArgs,
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
+			l, err := cn.c.ListSessions(cmd.Context())
+			if err != nil {
+				return apiError(err)
+			}
+			return printList(cn.out, l, sessionCols)
+		}),
+	}
+	revoke := &cobra.Command{
+		Use:     "revoke SESSION_ID",
+		Short:   "End one of your sessions at once (another user's answers not found)",
+		Example: "  occ session revoke ses_…",
+		Args:    cobra.ExactArgs(1),
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
+			r, err := cn.c.RevokeSession(cmd.Context(), args[0])
+			if err != nil {
+				return apiError(err)
+			}
+			return printOne(cn.out, r, []column[apitypes.RevokedSession]{
+				{"ID", func(r apitypes.RevokedSession) string { return r.ID }},
+				{"REVOKED", func(r apitypes.RevokedSession) string { return fmt.Sprint(r.Revoked) }},
+			})
+		}),
+	}
+	cmd.AddCommand(list, revoke)
 	return cmd
 }
 

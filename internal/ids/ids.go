@@ -25,6 +25,7 @@ const (
 	WorkItem         = "wrk_"
 	WorkspaceSetup   = "wss_"
 	Installation     = "ins_"
+	Session          = "ses_"
 )
 
 var uuidV4 = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)

@@ -30,7 +30,10 @@ type fixture struct {
 	rev1     string
 	files    string // an Agent with an active revision, for file routes
 	other    string // another Agent of ns1, for callers bound to it
-	n        int
+	// revokeTarget is a user whose credentials are revoked, created once
+	// (revoking again is harmless and saves a password hash per call).
+	revokeTarget string
+	n            int
 }
 
 func (f *fixture) agent() string {
@@ -160,6 +163,11 @@ func matrixRoutes() map[string]matrixRoute {
 		"POST /api/auth/sign-in/email": {},
 		"POST /api/auth/sign-out":      {},
 		"GET /api/auth/session":        {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/api/auth/session")},
+		// A user's own sessions: any signed-in user, never a key (401); the
+		// matrix has one status for sessions and keys without grants, so
+		// these have their own test (TestSessionsAPI).
+		"GET /api/auth/sessions":                {},
+		"DELETE /api/auth/sessions/{sessionId}": {},
 		"POST /api/auth/service-keys": admin(201, func(f *fixture) (string, any) {
 			return "/api/auth/service-keys", map[string]any{"servicePrincipalId": f.target, "name": "k"}
 		}),
@@ -243,6 +251,14 @@ func matrixRoutes() map[string]matrixRoute {
 
 		"POST /iam/users": admin(201, func(f *fixture) (string, any) {
 			return "/iam/users", map[string]string{"email": fmt.Sprintf("u%d@example.com", f.seq()), "password": testPassword}
+		}),
+		"POST /iam/users/{userId}/revoke-credentials": admin(200, func(f *fixture) (string, any) {
+			if f.revokeTarget == "" {
+				var u idOnly
+				f.e.must("POST", "/iam/users", map[string]string{"email": "revoke-target@example.com", "password": testPassword}, f.e.admin, 201, &u)
+				f.revokeTarget = u.ID
+			}
+			return "/iam/users/" + f.revokeTarget + "/revoke-credentials", nil
 		}),
 		"GET /iam/service-principals": {perm: perm(store.ActionRead, store.KindServiceAccount), ok: 200, noGrant: 200, restricted: 200, nsKey: 200,
 			build: static("/iam/service-principals")},

@@ -66,6 +66,8 @@ func Routes(a *api.API, h *Health) []Route {
 		{"POST", "/api/auth/sign-in/email", Public, a.SignIn, 200, apitypes.SignInRequest{}, apitypes.Session{}, noQuery, false},
 		{"POST", "/api/auth/sign-out", Authenticated, a.SignOut, 200, noBody, apitypes.SignedOut{}, noQuery, false},
 		{"GET", "/api/auth/session", Authenticated, a.Session, 200, noBody, apitypes.Session{}, noQuery, false},
+		{"GET", "/api/auth/sessions", Authenticated, a.ListSessions, 200, noBody, apitypes.List[apitypes.SessionInfo]{}, noQuery, false},
+		{"DELETE", "/api/auth/sessions/{sessionId}", Authenticated, a.RevokeSession, 200, noBody, apitypes.RevokedSession{}, noQuery, false},
 		{"POST", "/api/auth/service-keys", Authenticated, a.CreateServiceKey, 201, apitypes.CreateServiceKeyRequest{}, apitypes.ServiceKey{}, noQuery, false},
 		{"DELETE", "/api/auth/service-keys/{keyId}", Authenticated, a.RevokeServiceKey, 200, noBody, apitypes.RevokedServiceKey{}, noQuery, false},
 
@@ -97,6 +99,7 @@ func Routes(a *api.API, h *Health) []Route {
 		{"DELETE", "/namespaces/{ns}/configurations/{cfg}", Authenticated, a.DeleteConfiguration, 200, noBody, apitypes.Deleted{}, noQuery, false},
 
 		{"POST", "/iam/users", Authenticated, a.CreateUser, 201, apitypes.CreateUserRequest{}, apitypes.User{}, noQuery, false},
+		{"POST", "/iam/users/{userId}/revoke-credentials", Authenticated, a.RevokeUserCredentials, 200, noBody, apitypes.RevokedCredentials{}, noQuery, false},
 		{"GET", "/iam/service-principals", Authenticated, a.ListServicePrincipals, 200, noBody, apitypes.List[apitypes.ServicePrincipal]{}, noQuery, false},
 		{"POST", "/iam/service-principals", Authenticated, a.CreateServicePrincipal, 201, apitypes.CreateServicePrincipalRequest{}, apitypes.ServicePrincipal{}, noQuery, false},
 		{"GET", "/iam/service-principals/{sa}", Authenticated, a.GetServicePrincipal, 200, noBody, apitypes.ServicePrincipal{}, noQuery, false},

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/telemetry"
+	"github.com/openclaw/occ/internal/tlscert"
 	"github.com/openclaw/occ/internal/worker"
 )
 
@@ -50,6 +52,9 @@ type Options struct {
 	PublicOrigin   string
 	TrustedProxies []netip.Prefix
 	SessionTTL     time.Duration
+	// SessionIdleTimeout ends sessions unused this long (0: authn's
+	// default).
+	SessionIdleTimeout time.Duration
 	// Throttle holds the sign-in counters; nil means one with the default
 	// policies (authn.DefaultAccountPolicy, authn.DefaultAddressPolicy).
 	Throttle *authn.Throttle
@@ -85,6 +90,7 @@ type Server struct {
 	Audit   *audit.Recorder
 	Routes  []Route
 	handler http.Handler
+	drain   *drainer
 }
 
 // New builds the server's handler and domain service.
@@ -127,7 +133,7 @@ func New(o Options) *Server {
 	}
 	svc := occ.New(occ.Options{Store: az, Audit: rec, Now: o.Now, DriverID: o.Driver.ID(), Files: files})
 	sessions := authn.NewSessionsWith(az, authn.SessionOptions{
-		Now: o.Now, TTL: o.SessionTTL, PublicOriginHTTPS: https, Throttle: o.Throttle,
+		Now: o.Now, TTL: o.SessionTTL, IdleTimeout: o.SessionIdleTimeout, PublicOriginHTTPS: https, Throttle: o.Throttle,
 		OnThrottle: func(ctx context.Context, ev authn.ThrottleEvent) { auditThrottle(ctx, rec, o.Logger, ev) },
 	})
 	handlers := api.New(svc, sessions)
@@ -154,7 +160,7 @@ func New(o Options) *Server {
 	// through the routes above.
 	console.New(az).Register(mux)
 	adm := &admission{
-		authn:          authn.NewAuthenticator(az, o.Now, https),
+		authn:          authn.NewAuthenticatorWith(az, o.Now, https, o.SessionIdleTimeout),
 		audit:          rec,
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
@@ -167,8 +173,13 @@ func New(o Options) *Server {
 		}
 		admitted.ServeHTTP(w, r)
 	})
+	dr := &drainer{}
+	h = dr.wrap(h)
 	h = httpx.Recover(h)
 	h = httpx.SecurityHeaders(h)
+	if https {
+		h = hsts(h)
+	}
 	h = httpx.RequestID(h)
 	base := o.Logger
 	inner := h
@@ -183,7 +194,7 @@ func New(o Options) *Server {
 		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), l)))
 	})
 	h = telemetry.HTTP(o.Metrics, o.TracerProvider, h)
-	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, Worker: worker.New(az, o.Driver, o.Worker)}
+	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, drain: dr, Worker: worker.New(az, o.Driver, o.Worker)}
 }
 
 // auditThrottle records a delay or lockout a failed sign-in imposed. It
@@ -275,7 +286,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		proxies = append(proxies, p)
 	}
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
-		SessionTTL: cfg.SessionTTL, Logger: logger, Driver: driver,
+		SessionTTL: cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
 		Metrics: obs.metrics, TracerProvider: obs.tracer,
 		Files:          agentgw.New(agentgw.Options{Logger: logger, Observer: obs.gatewayObserver()}),
 		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
@@ -295,6 +306,16 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	// instead of under 50 MB; docs/performance.md).
 	debug.FreeOSMemory()
 
+	var certs *tlscert.Reloader
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		if certs, err = tlscert.New(tlscert.Options{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, Logger: logger}); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(cfg.PublicOrigin, "https://") {
+			logger.Warn("TLS is on but the public origin is not https: session cookies are not marked Secure and HSTS is off; set --public-origin https://...",
+				"publicOrigin", cfg.PublicOrigin)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -308,9 +329,18 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin)
+	if certs != nil {
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	}
+	logger.Info("occ server listening", "address", ln.Addr().String(), "publicOrigin", cfg.PublicOrigin, "tls", certs != nil)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			errc <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	if cfg.EmbeddedWorker {
 		wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 		workerDone := make(chan struct{})
@@ -334,6 +364,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	// First drain: new requests answer 503 (readiness too, so load
+	// balancers stop sending) while in-flight ones finish; then close the
+	// listener and the idle connections.
+	srv.drain.start()
+	srv.drain.wait(sctx)
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("graceful shutdown: %w", err)
 	}

@@ -44,6 +44,22 @@ type Store interface {
 	GetSession(ctx context.Context, tokenHash []byte) (Session, error)
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)
+	// ListUserSessions returns the user's sessions, newest first, expired
+	// ones included (the caller judges expiry). DeleteUserSession deletes
+	// one of them by id: NotFound when the user has no such session.
+	ListUserSessions(ctx context.Context, userID string) ([]Session, error)
+	DeleteUserSession(ctx context.Context, userID, id string) error
+	// TouchSession and TouchAPIKey record a use at `at` only when the
+	// recorded last use is older than notAfter (or absent), so that
+	// concurrent requests write at most once per interval; they report
+	// whether they wrote. An unknown session or key is not an error.
+	TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error)
+	TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error)
+	// RevokeUserCredentials deletes every session of the user and revokes
+	// (at `at`) every unrevoked API key the user created, in one
+	// transaction; it returns how many of each. NotFound for an unknown
+	// user.
+	RevokeUserCredentials(ctx context.Context, userID string, at time.Time) (sessions, keys int64, err error)
 
 	// Service principals and their API keys. Deleting a principal deletes
 	// its keys, bindings and restrictions.

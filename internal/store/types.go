@@ -137,12 +137,17 @@ type User struct {
 	CreatedAt    time.Time
 }
 
-// Session is a browser session. Only the SHA-256 of its token is stored.
+// Session is a browser session. Only the SHA-256 of its token is stored;
+// ID is its public name ("ses_<uuid>"), by which its user lists and
+// revokes it. ExpiresAt is the absolute end; LastUsedAt (written at most
+// once a minute) drives the idle timeout, which the caller judges.
 type Session struct {
-	TokenHash []byte
-	UserID    string
-	ExpiresAt time.Time
-	CreatedAt time.Time
+	ID         string
+	TokenHash  []byte `json:"-"` // never encoded: it identifies the cookie
+	UserID     string
+	ExpiresAt  time.Time
+	CreatedAt  time.Time
+	LastUsedAt time.Time
 }
 
 // ServicePrincipal is a non-human identity. NamespaceID limits it to one
@@ -167,6 +172,9 @@ type APIKey struct {
 	ExpiresAt          time.Time
 	RevokedAt          *time.Time
 	CreatedAt          time.Time
+	// LastUsedAt is when the key last authenticated a request, to the
+	// minute (written at most once a minute); nil when never used.
+	LastUsedAt *time.Time
 }
 
 // Action is a permission verb. No action implies another.

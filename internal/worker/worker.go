@@ -245,6 +245,20 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 		}
 		return
 	}
+	if ctx.Err() != nil {
+		// The worker is stopping (shutdown). Record anyway, with a short
+		// deadline of its own, so that the lease is handed back now
+		// instead of at its expiry: an interrupted step is requeued as
+		// pending (it does not count towards MaxAttempts), a step that
+		// completed is finished.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		if out.state == "" {
+			out = outcome{code: "WORKER_STOPPED", message: "The worker stopped during this step; the next worker resumes it.", pending: true}
+		}
+		log.Info("worker: stopping; handing the work back", "state", out.state)
+	}
 	now := w.now()
 	if out.state == "" && !out.pending && item.Attempts >= w.o.MaxAttempts {
 		out = failed("RETRIES_EXHAUSTED", "The deployment kept failing and was given up.")
@@ -289,6 +303,10 @@ func (w *Worker) observeEnd(item store.WorkItem, state store.WorkState, now time
 		w.o.Observer.DeploymentFinished(w.driver.ID(), string(state), now.Sub(item.CreatedAt))
 	}
 }
+
+// releaseTimeout bounds the store call that hands a claimed item back
+// when the worker stops.
+const releaseTimeout = 5 * time.Second
 
 // backoff: readiness is rechecked from 500 ms growing to 5 s with the age of
 // the work (age/40); errors back off exponentially from 1 s to 1 min.

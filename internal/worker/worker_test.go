@@ -394,3 +394,65 @@ func work(t *testing.T, ctx context.Context, f *fixture, rev store.Revision) sto
 
 // quietLogger drops the worker's expected warnings (retries, lease loss).
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestStopHandsLeaseBack: a worker stopped (its context cancelled, as on
+// shutdown) in the middle of a driver call hands its claim back at once:
+// the item is queued again, not left running until the lease expires, and
+// the stop does not count towards MaxAttempts; the next worker, with the
+// clock not advanced past the lease, completes the deployment.
+func TestStopHandsLeaseBack(t *testing.T) {
+	for _, method := range []string{fake.PrepareRevision, fake.ActivateRevision} {
+		t.Run("during "+method, func(t *testing.T) {
+			ctx := testutil.Context(t)
+			clock := testutil.NewClock(time.Time{})
+			drv := fake.New(fake.Options{})
+			st := testdb.SQLite(t)
+			f := newFixture(t, ctx, st, nil, drv, worker.Options{Now: clock.Now, Lease: time.Hour, MaxAttempts: 1, Logger: quietLogger()})
+			a := f.agent(t, "agent", false)
+			rev := f.deploy(t, a)
+			drv.SetDelay(method, 10*time.Minute) // ends only with its context
+			entered := make(chan struct{}, 1)
+			drv.OnCall(func(c fake.Call) {
+				if c.Method == method {
+					select {
+					case entered <- struct{}{}:
+					default:
+					}
+				}
+			})
+			wctx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- f.srv.Worker.Run(wctx) }()
+			select {
+			case <-entered:
+			case <-ctx.Done():
+				t.Fatalf("the worker never called %s", method)
+			}
+			stop()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the worker did not stop")
+			}
+			got := work(t, ctx, f, rev)
+			if got.State != store.WorkQueued || got.ClaimToken != "" {
+				t.Fatalf("after the stop: state %q token %q; want queued with no claim (the lease handed back)", got.State, got.ClaimToken)
+			}
+			drv.SetDelay(method, 0)
+			// Not past the lease (an hour), only past the requeue delay.
+			clock.Advance(10 * time.Second)
+			if did, err := f.srv.Worker.RunOnce(ctx); err != nil || !did {
+				t.Fatalf("next worker RunOnce = %v, %v; want it to claim the handed-back item", did, err)
+			}
+			if got := work(t, ctx, f, rev); got.State != store.WorkSucceeded {
+				t.Errorf("final state %q (%s); want succeeded (the stop did not use up the single attempt)", got.State, got.ReasonCode)
+			}
+			if drv.Active(a.ID) != rev.ID {
+				t.Errorf("serving %q, want %s", drv.Active(a.ID), rev.ID)
+			}
+		})
+	}
+}

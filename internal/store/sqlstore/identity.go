@@ -75,18 +75,28 @@ func (s *Store) GetUserByEmail(ctx context.Context, email string) (store.User, e
 
 // ---- sessions ----
 
+const sessionColumns = `id, token_hash, user_id, expires_at, created_at, last_used_at`
+
+func scanSession(r rowScanner) (store.Session, error) {
+	var se store.Session
+	err := r.Scan(&se.ID, &se.TokenHash, &se.UserID, timeCol{&se.ExpiresAt}, timeCol{&se.CreatedAt}, timeCol{&se.LastUsedAt})
+	return se, err
+}
+
+// CreateSession stores a session; a zero LastUsedAt is its creation time.
 func (s *Store) CreateSession(ctx context.Context, se store.Session) error {
-	_, err := s.exec(ctx, `INSERT INTO sessions (token_hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)`,
-		se.TokenHash, se.UserID, s.t(se.ExpiresAt), s.t(se.CreatedAt))
+	if se.LastUsedAt.IsZero() {
+		se.LastUsedAt = se.CreatedAt
+	}
+	_, err := s.exec(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		se.ID, se.TokenHash, se.UserID, s.t(se.ExpiresAt), s.t(se.CreatedAt), s.t(se.LastUsedAt))
 	return s.dbErr("create session", err)
 }
 
 // GetSession returns the session even when it has expired: judging expiry
 // is the caller's (it owns the clock).
 func (s *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session, error) {
-	var se store.Session
-	err := s.queryRow(ctx, `SELECT token_hash, user_id, expires_at, created_at FROM sessions WHERE token_hash = ?`, tokenHash).
-		Scan(&se.TokenHash, &se.UserID, timeCol{&se.ExpiresAt}, timeCol{&se.CreatedAt})
+	se, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = ?`, tokenHash))
 	return se, s.getErr("get session", "session", err)
 }
 
@@ -94,6 +104,73 @@ func (s *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session
 // sign-out may treat as already done.
 func (s *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {
 	return s.execOne(ctx, "delete session", "session", `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
+}
+
+// ListUserSessions returns the user's sessions, newest first.
+func (s *Store) ListUserSessions(ctx context.Context, userID string) ([]store.Session, error) {
+	return list(ctx, s, "list sessions", scanSession,
+		`SELECT `+sessionColumns+` FROM sessions WHERE user_id = ? ORDER BY created_at DESC, id DESC`, userID)
+}
+
+// DeleteUserSession deletes the user's session id; another user's session
+// is NotFound like a missing one.
+func (s *Store) DeleteUserSession(ctx context.Context, userID, id string) error {
+	return s.execOne(ctx, "delete session", "session", `DELETE FROM sessions WHERE user_id = ? AND id = ?`, userID, id)
+}
+
+// TouchSession records a use; the WHERE clause makes concurrent touches
+// within one interval write once.
+func (s *Store) TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error) {
+	return s.touch(ctx, "touch session",
+		`UPDATE sessions SET last_used_at = ? WHERE token_hash = ? AND last_used_at < ?`, s.t(at), tokenHash, s.t(notAfter))
+}
+
+// TouchAPIKey records a key's use, at most once per interval.
+func (s *Store) TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error) {
+	return s.touch(ctx, "touch API key",
+		`UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`, s.t(at), id, s.t(notAfter))
+}
+
+func (s *Store) touch(ctx context.Context, op, query string, args ...any) (bool, error) {
+	res, err := s.exec(ctx, query, args...)
+	if err != nil {
+		return false, s.dbErr(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, s.dbErr(op, err)
+	}
+	return n > 0, nil
+}
+
+// RevokeUserCredentials deletes the user's sessions and revokes the keys
+// the user created, in one transaction.
+func (s *Store) RevokeUserCredentials(ctx context.Context, userID string, at time.Time) (sessions, keys int64, err error) {
+	err = s.inTx(ctx, func(tx *Store) error {
+		ok, err := tx.exists(ctx, "revoke user credentials", `SELECT 1 FROM users WHERE id = ?`, userID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("user")
+		}
+		res, err := tx.exec(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID)
+		if err != nil {
+			return tx.dbErr("revoke user sessions", err)
+		}
+		if sessions, err = res.RowsAffected(); err != nil {
+			return tx.dbErr("revoke user sessions", err)
+		}
+		res, err = tx.exec(ctx, `UPDATE api_keys SET revoked_at = ? WHERE created_by = ? AND revoked_at IS NULL`, tx.t(at), userID)
+		if err != nil {
+			return tx.dbErr("revoke user keys", err)
+		}
+		if keys, err = res.RowsAffected(); err != nil {
+			return tx.dbErr("revoke user keys", err)
+		}
+		return nil
+	})
+	return sessions, keys, err
 }
 
 // DeleteExpiredSessions deletes sessions whose expiry is at or before now.
@@ -160,12 +237,12 @@ func (s *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
 
 // ---- API keys ----
 
-const apiKeyColumns = `id, service_principal_id, namespace_id, name, secret_hash, created_by, expires_at, revoked_at, created_at`
+const apiKeyColumns = `id, service_principal_id, namespace_id, name, secret_hash, created_by, expires_at, revoked_at, created_at, last_used_at`
 
 func (s *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
-	_, err := s.exec(ctx, `INSERT INTO api_keys (`+apiKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO api_keys (`+apiKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.ServicePrincipalID, nullString(k.NamespaceID), k.Name, k.SecretHash, k.CreatedBy,
-		s.t(k.ExpiresAt), s.optTimeArg(k.RevokedAt), s.t(k.CreatedAt))
+		s.t(k.ExpiresAt), s.optTimeArg(k.RevokedAt), s.t(k.CreatedAt), s.optTimeArg(k.LastUsedAt))
 	return s.dbErr("create API key", err)
 }
 
@@ -173,7 +250,7 @@ func (s *Store) GetAPIKey(ctx context.Context, id string) (store.APIKey, error) 
 	var k store.APIKey
 	err := s.queryRow(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE id = ?`, id).Scan(
 		&k.ID, &k.ServicePrincipalID, optStringCol{&k.NamespaceID}, &k.Name, &k.SecretHash, &k.CreatedBy,
-		timeCol{&k.ExpiresAt}, optTimeCol{&k.RevokedAt}, timeCol{&k.CreatedAt})
+		timeCol{&k.ExpiresAt}, optTimeCol{&k.RevokedAt}, timeCol{&k.CreatedAt}, optTimeCol{&k.LastUsedAt})
 	return k, s.getErr("get API key", "API key", err)
 }
 

@@ -74,12 +74,13 @@ var identityCases = []testCase{
 	{"Session/CreateGetDelete", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		u := f.user()
-		se := store.Session{TokenHash: hash32("token"), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(2)}
+		se := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("token"), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(2)}
 		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
 		got, err := h.Store.GetSession(ctx(t), se.TokenHash)
 		must(t, "GetSession", err)
 		want := se
 		want.ExpiresAt, want.CreatedAt = stored(se.ExpiresAt), stored(se.CreatedAt)
+		want.LastUsedAt = want.CreatedAt // a new session was last used when it was created
 		check(t, "GetSession", want, got)
 
 		wantErr(t, "CreateSession with an existing token hash", h.Store.CreateSession(ctx(t), se), errkind.Conflict, "")
@@ -89,7 +90,7 @@ var identityCases = []testCase{
 		wantErr(t, "DeleteSession again", h.Store.DeleteSession(ctx(t), se.TokenHash), errkind.NotFound, "")
 	}},
 	{"Session/UnknownUserConflicts", func(t *testing.T, h Harness) {
-		se := store.Session{TokenHash: hash32("t"), UserID: ids.New(ids.User), ExpiresAt: at(10), CreatedAt: at(1)}
+		se := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("t"), UserID: ids.New(ids.User), ExpiresAt: at(10), CreatedAt: at(1)}
 		wantErr(t, "CreateSession for a missing user", h.Store.CreateSession(ctx(t), se), errkind.Conflict, "")
 	}},
 	{"Session/DeleteExpired", func(t *testing.T, h Harness) {
@@ -102,7 +103,7 @@ var identityCases = []testCase{
 			"future":  now.Add(time.Microsecond),
 		}
 		for name, exp := range sessions {
-			se := store.Session{TokenHash: hash32(name), UserID: u.ID, ExpiresAt: exp, CreatedAt: at(1)}
+			se := store.Session{ID: ids.New(ids.Session), TokenHash: hash32(name), UserID: u.ID, ExpiresAt: exp, CreatedAt: at(1)}
 			must(t, "CreateSession "+name, h.Store.CreateSession(ctx(t), se))
 		}
 		n, err := h.Store.DeleteExpiredSessions(ctx(t), now)
@@ -127,11 +128,136 @@ var identityCases = []testCase{
 	{"Session/DeletedWithUser", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		u := f.user()
-		se := store.Session{TokenHash: hash32("t"), UserID: u.ID, ExpiresAt: at(10), CreatedAt: at(1)}
+		se := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("t"), UserID: u.ID, ExpiresAt: at(10), CreatedAt: at(1)}
 		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
 		must(t, "delete user (raw)", rawExec(t, h, `DELETE FROM users WHERE id = ?`, u.ID))
 		_, err := h.Store.GetSession(ctx(t), se.TokenHash)
 		wantErr(t, "GetSession after its user was deleted", err, errkind.NotFound, "")
+	}},
+	{"Session/ListAndDeleteOwn", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u, other := f.user(), f.user()
+		older := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("a"), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(1)}
+		newer := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("b"), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(2), LastUsedAt: at(3)}
+		theirs := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("c"), UserID: other.ID, ExpiresAt: at(100), CreatedAt: at(1)}
+		for _, se := range []store.Session{older, newer, theirs} {
+			must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
+		}
+		norm := func(se store.Session) store.Session {
+			if se.LastUsedAt.IsZero() {
+				se.LastUsedAt = se.CreatedAt
+			}
+			se.ExpiresAt, se.CreatedAt, se.LastUsedAt = stored(se.ExpiresAt), stored(se.CreatedAt), stored(se.LastUsedAt)
+			return se
+		}
+		got, err := h.Store.ListUserSessions(ctx(t), u.ID)
+		must(t, "ListUserSessions", err)
+		check(t, "ListUserSessions (newest first, only the user's)", []store.Session{norm(newer), norm(older)}, got)
+		wantErr(t, "DeleteUserSession of another user's session", h.Store.DeleteUserSession(ctx(t), u.ID, theirs.ID), errkind.NotFound, "")
+		must(t, "DeleteUserSession", h.Store.DeleteUserSession(ctx(t), u.ID, older.ID))
+		wantErr(t, "DeleteUserSession again", h.Store.DeleteUserSession(ctx(t), u.ID, older.ID), errkind.NotFound, "")
+		got, err = h.Store.ListUserSessions(ctx(t), u.ID)
+		must(t, "ListUserSessions after delete", err)
+		check(t, "ListUserSessions after delete", []store.Session{norm(newer)}, got)
+		_, err = h.Store.GetSession(ctx(t), theirs.TokenHash)
+		must(t, "the other user's session survives", err)
+	}},
+	{"Session/TouchAtMostOncePerInterval", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u := f.user()
+		se := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("t"), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(10)}
+		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
+		steps := []struct {
+			at, notAfter time.Time
+			want         bool
+		}{
+			{at(10), at(10), false},                       // last use at(10) is not older than at(10): at the limit, no write
+			{at(11), at(10).Add(time.Microsecond), true},  // one past it: written
+			{at(11), at(10).Add(time.Microsecond), false}, // a concurrent twin: already written
+			{at(12), at(11).Add(time.Microsecond), true},
+		}
+		for i, s := range steps {
+			wrote, err := h.Store.TouchSession(ctx(t), se.TokenHash, s.at, s.notAfter)
+			must(t, "TouchSession", err)
+			if wrote != s.want {
+				t.Errorf("TouchSession step %d wrote = %v, want %v", i, wrote, s.want)
+			}
+		}
+		got, err := h.Store.GetSession(ctx(t), se.TokenHash)
+		must(t, "GetSession", err)
+		check(t, "LastUsedAt after touches", stored(at(12)), got.LastUsedAt)
+		wrote, err := h.Store.TouchSession(ctx(t), hash32("unknown"), at(13), at(13))
+		must(t, "TouchSession unknown", err)
+		if wrote {
+			t.Error("TouchSession of an unknown session wrote")
+		}
+	}},
+	{"APIKey/TouchAtMostOncePerInterval", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		sp := f.principal()
+		key := store.APIKey{ID: ids.New(ids.APIKey), ServicePrincipalID: sp.ID, Name: "k", SecretHash: hash32("s"),
+			CreatedBy: ids.New(ids.User), ExpiresAt: at(1000), CreatedAt: at(1)}
+		must(t, "CreateAPIKey", h.Store.CreateAPIKey(ctx(t), key))
+		got, err := h.Store.GetAPIKey(ctx(t), key.ID)
+		must(t, "GetAPIKey", err)
+		if got.LastUsedAt != nil {
+			t.Errorf("new key LastUsedAt = %v, want nil", got.LastUsedAt)
+		}
+		for i, s := range []struct {
+			at, notAfter time.Time
+			want         bool
+		}{
+			{at(5), at(4), true},  // never used: written
+			{at(5), at(4), false}, // at(5) is not older than at(4)
+			{at(6), at(5), false}, // at(5) is not older than at(5): at the limit
+			{at(6), at(5).Add(time.Microsecond), true},
+		} {
+			wrote, err := h.Store.TouchAPIKey(ctx(t), key.ID, s.at, s.notAfter)
+			must(t, "TouchAPIKey", err)
+			if wrote != s.want {
+				t.Errorf("TouchAPIKey step %d wrote = %v, want %v", i, wrote, s.want)
+			}
+		}
+		got, err = h.Store.GetAPIKey(ctx(t), key.ID)
+		must(t, "GetAPIKey", err)
+		check(t, "LastUsedAt", storedPtr(ptrTime(at(6))), got.LastUsedAt)
+	}},
+	{"User/RevokeCredentials", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u, other := f.user(), f.user()
+		sp := f.principal()
+		for _, name := range []string{"a", "b"} {
+			must(t, "CreateSession", h.Store.CreateSession(ctx(t), store.Session{ID: ids.New(ids.Session), TokenHash: hash32(name), UserID: u.ID, ExpiresAt: at(100), CreatedAt: at(1)}))
+		}
+		must(t, "CreateSession other", h.Store.CreateSession(ctx(t), store.Session{ID: ids.New(ids.Session), TokenHash: hash32("o"), UserID: other.ID, ExpiresAt: at(100), CreatedAt: at(1)}))
+		revokedEarlier := at(2)
+		keys := map[string]store.APIKey{}
+		for name, k := range map[string]struct {
+			by      string
+			revoked *time.Time
+		}{"mine": {u.ID, nil}, "mine-revoked": {u.ID, &revokedEarlier}, "theirs": {other.ID, nil}} {
+			key := store.APIKey{ID: ids.New(ids.APIKey), ServicePrincipalID: sp.ID, Name: name, SecretHash: hash32(name),
+				CreatedBy: k.by, ExpiresAt: at(1000), CreatedAt: at(1), RevokedAt: k.revoked}
+			must(t, "CreateAPIKey", h.Store.CreateAPIKey(ctx(t), key))
+			keys[name] = key
+		}
+		ns, nk, err := h.Store.RevokeUserCredentials(ctx(t), u.ID, at(20))
+		must(t, "RevokeUserCredentials", err)
+		if ns != 2 || nk != 1 {
+			t.Errorf("RevokeUserCredentials = %d sessions, %d keys; want 2, 1", ns, nk)
+		}
+		left, err := h.Store.ListUserSessions(ctx(t), u.ID)
+		must(t, "ListUserSessions", err)
+		check(t, "the user's sessions after revocation", []store.Session{}, left)
+		for name, want := range map[string]*time.Time{"mine": storedPtr(ptrTime(at(20))), "mine-revoked": storedPtr(&revokedEarlier), "theirs": nil} {
+			got, err := h.Store.GetAPIKey(ctx(t), keys[name].ID)
+			must(t, "GetAPIKey "+name, err)
+			check(t, "RevokedAt of "+name, want, got.RevokedAt)
+		}
+		_, err = h.Store.GetSession(ctx(t), hash32("o"))
+		must(t, "the other user's session survives", err)
+		_, _, err = h.Store.RevokeUserCredentials(ctx(t), ids.New(ids.User), at(21))
+		wantErr(t, "RevokeUserCredentials of an unknown user", err, errkind.NotFound, "")
 	}},
 	{"ServicePrincipal/CreateGetList", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
@@ -245,3 +371,5 @@ var identityCases = []testCase{
 		wantErr(t, "CreateAPIKey for a missing principal", h.Store.CreateAPIKey(ctx(t), key), errkind.Conflict, "")
 	}},
 }
+
+func ptrTime(t time.Time) *time.Time { return &t }
