@@ -41,6 +41,14 @@ type Options struct {
 	// pass the directory its gateway will use. When empty, a private
 	// temporary directory is used and removed afterwards.
 	StateDir string
+	// TempDir is where the runner makes its private scratch directory: the
+	// native config, native setup's log file (logging.file; OpenClaw's
+	// default is the host-wide /tmp/openclaw/) and native setup's TMPDIR
+	// all live there, and it is removed afterwards. Absolute, created with
+	// mode 0700 when missing; a driver passes a directory of the Agent's
+	// own, so nothing of one Agent's setup lands in a directory shared with
+	// other Agents or the host user. Empty means the OS temp directory.
+	TempDir string
 	// Log receives step-level details: step names, file names, error
 	// classes and durations, never file content and never the payload.
 	// May be nil.
@@ -224,7 +232,15 @@ func (r *run) apply() error {
 	if err := checkWorkspacePath(r.o.Workspace); err != nil {
 		return err
 	}
-	temp, err := os.MkdirTemp("", "oce-workspace-setup-")
+	if r.o.TempDir != "" {
+		if !filepath.IsAbs(r.o.TempDir) {
+			return newFailure(stepPrepared, "temp-dir-not-absolute", nil)
+		}
+		if err := os.MkdirAll(r.o.TempDir, 0o700); err != nil {
+			return newFailure(stepPrepared, "mkdir-temp: "+errClass(err), err)
+		}
+	}
+	temp, err := os.MkdirTemp(r.o.TempDir, "oce-workspace-setup-")
 	if err != nil {
 		return newFailure(stepPrepared, "mkdtemp: "+errClass(err), err)
 	}
@@ -454,6 +470,10 @@ func (r *run) prepareNative(temp, exe string) (native, error) {
 			{Key: "entries", Value: workspace.Object{{Key: "main", Value: workspace.Object{}}}},
 		}},
 		{Key: "gateway", Value: workspace.Object{{Key: "mode", Value: "local"}}},
+		// Native setup's own log, which OpenClaw otherwise writes to the
+		// host-wide /tmp/openclaw/ (not moved by TMPDIR). It can quote the
+		// workspace path; it goes with the scratch directory.
+		{Key: "logging", Value: workspace.Object{{Key: "file", Value: filepath.Join(temp, "openclaw-setup.log")}}},
 	})
 	if err != nil {
 		return native{}, newFailure(stepPrepared, "config", err)
@@ -483,9 +503,10 @@ func (r *run) prepareNative(temp, exe string) (native, error) {
 		"OPENCLAW_DISABLE_BONJOUR=1",
 		"OPENCLAW_NO_AUTO_UPDATE=1",
 		"OPENCLAW_OFFLINE=1",
-	}
-	if tmp := os.Getenv("TMPDIR"); tmp != "" {
-		env = append(env, "TMPDIR="+tmp)
+		// Temporary files of node, OpenClaw and git stay in the scratch
+		// directory (OpenClaw's fallbacks for an unusable /tmp/openclaw
+		// are under os.tmpdir(), which follows TMPDIR).
+		"TMPDIR=" + temp,
 	}
 	return native{node: r.o.Runtime.Node, exe: exe, dir: temp, env: env}, nil
 }

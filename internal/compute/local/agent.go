@@ -36,6 +36,9 @@ const (
 	dirWorkspace = "workspace"
 	dirRevisions = "revisions"
 	dirLogs      = "logs"
+	// dirTmp is TMPDIR of the Agent's gateway and setup runs, so their
+	// temporary files stay in the Agent's own directory.
+	dirTmp = "tmp"
 )
 
 // agentHash names an Agent's (or a revision's) directory: the first 12 hex
@@ -141,7 +144,7 @@ func readAgentInfo(dir string) (agentInfo, error) {
 // idempotent and never rewrites the token.
 func (a *agent) ensureLayout(namespaceID string) error {
 	for _, dir := range []string{a.dir, a.path(dirHome), a.path(dirState), a.path(dirWorkspace),
-		a.path(dirRevisions), a.path(dirLogs)} {
+		a.path(dirRevisions), a.path(dirLogs), a.path(dirTmp)} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("local: create %s: %w", dir, err)
 		}

@@ -104,6 +104,10 @@ func randomHex(n int) string {
 // content. Then no log (gateway.log, the native file log, the driver's
 // own) may hold them either. Finally the token works: a real client reads
 // the setup's file through Endpoint and the token file.
+// hostOpenClawTmp is OpenClaw's default log and temp directory, shared by
+// every OpenClaw process on the host.
+const hostOpenClawTmp = "/tmp/openclaw"
+
 func TestSecretsStayPrivate(t *testing.T) {
 	rt := testRuntime(t)
 	acquireGateways(t, 2)
@@ -194,6 +198,27 @@ func TestSecretsStayPrivate(t *testing.T) {
 	for what, secret := range secrets {
 		if strings.Contains(driverLogs, string(secret)) {
 			t.Errorf("%s appears in the driver's log", what)
+		}
+	}
+
+	// Isolation on the host: native setup and the gateways wrote nothing
+	// about these Agents into OpenClaw's host-wide default log directory
+	// (/tmp/openclaw/, shared with every other OpenClaw on the host; other
+	// tests' gateways may write there, so what is checked is that no file
+	// mentions this data directory), and the setup's scratch directory,
+	// kept in the Agent's own tmp, is gone.
+	if entries, err := os.ReadDir(hostOpenClawTmp); err == nil {
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(hostOpenClawTmp, e.Name()))
+			if err == nil && bytes.Contains(b, []byte(td.dir)) {
+				t.Errorf("%s mentions this test's Agents: setup or gateway output left their directory", filepath.Join(hostOpenClawTmp, e.Name()))
+			}
+		}
+	}
+	for _, ta := range []testAgent{withSetup, plain} {
+		left, _ := filepath.Glob(filepath.Join(agentDirOf(td.dir, ta.agent.ID), "tmp", "oce-workspace-setup-*"))
+		if len(left) != 0 {
+			t.Errorf("the setup runner's scratch directory was left behind: %v", left)
 		}
 	}
 

@@ -367,6 +367,7 @@ func (d *Driver) setupOptions(a *agent) setuprunner.Options {
 		Workspace:    a.path(dirWorkspace),
 		Runtime:      setuprunner.Runtime{Node: d.o.Runtime.Node, Executable: d.o.Runtime.OpenClaw},
 		StateDir:     a.path(dirState),
+		TempDir:      a.path(dirTmp),
 		Log:          newLineLogger(d.log.With("agent", a.id)),
 		SetupTimeout: d.o.SetupTimeout,
 	}

@@ -613,6 +613,8 @@ func (s *supervisor) env() []string {
 		// Keep restarts in process, so the pid we supervise stays the
 		// gateway (OpenClaw's embedding guide).
 		"OPENCLAW_NO_RESPAWN=1",
+		// Temporary files stay in the Agent's directory, not the host's /tmp.
+		"TMPDIR=" + s.a.path(dirTmp),
 		"PATH=" + filepath.Dir(s.d.o.Runtime.Node) + ":/usr/local/bin:/usr/bin:/bin",
 	}
 }

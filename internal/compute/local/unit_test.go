@@ -321,6 +321,7 @@ func TestGatewayEnvironmentIsBuiltFromScratch(t *testing.T) {
 		"OPENCLAW_NO_AUTO_UPDATE":   "1",
 		"OPENCLAW_OFFLINE":          "1",
 		"OPENCLAW_NO_RESPAWN":       "1",
+		"TMPDIR":                    filepath.Join(dir, "tmp"),
 		"OCC_TEST_SECRET_IN_PARENT": "",
 		"OPENCLAW_GATEWAY_TOKEN":    "",
 	}
