@@ -158,7 +158,7 @@ func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) plan
 	if err := s.CreateUser(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	se := store.Session{TokenHash: make([]byte, 32), UserID: u.ID, ExpiresAt: base.Add(time.Hour), CreatedAt: base}
+	se := store.Session{ID: ids.New(ids.Session), TokenHash: make([]byte, 32), UserID: u.ID, ExpiresAt: base.Add(time.Hour), CreatedAt: base}
 	se.TokenHash[0] = 1
 	if err := s.CreateSession(ctx, se); err != nil {
 		t.Fatal(err)
@@ -195,14 +195,14 @@ func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) plan
 			return fmt.Sprintf("('aud_%08d', '%s', 'mutation', '%s', 'openclaw.agents.create', '%s', 'agent', '%s', 'success')",
 				i, ts(i), actor, ns.ID, agentID(i%planAgents))
 		})
-	bulk(`INSERT INTO sessions (token_hash, user_id, expires_at, created_at) VALUES `,
+	bulk(`INSERT INTO sessions (id, token_hash, user_id, expires_at, created_at, last_used_at) VALUES `,
 		planSessions, func(i int) string {
 			h := fmt.Sprintf("%064x", i+2)
 			lit := "X'" + h + "'"
 			if s.Engine() == sqlstore.EnginePostgres {
 				lit = `'\x` + h + `'::bytea`
 			}
-			return fmt.Sprintf("(%s, '%s', '%s', '%s')", lit, u.ID, ts(i), ts(i))
+			return fmt.Sprintf("('ses_%08d', %s, '%s', '%s', '%s', '%s')", i, lit, u.ID, ts(i), ts(i), ts(i))
 		})
 	analyze := "ANALYZE"
 	if _, err := s.DB().ExecContext(ctx, analyze); err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -415,16 +414,18 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 	return row
 }
 
-// tracer starts the store's spans; the global provider's, a no-op until
-// tracing is set up.
-var tracer = otel.Tracer("github.com/openclaw/occ/internal/store/sqlstore")
+// tracerName names the store's instrumentation scope. The store takes its
+// tracer from the span it joins (the request's or the worker's), not from
+// the global provider: the otel root package would make the store depend on
+// net/http (its propagators), which the store must not (deptest).
+const tracerName = "github.com/openclaw/occ/internal/store/sqlstore"
 
 func (s *Store) span(ctx context.Context, query string) (context.Context, trace.Span) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil // no trace to join: skip the attribute work
 	}
 	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
-	return tracer.Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
+	return trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName).Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.system.name", s.d.engine()), attribute.String("db.operation.name", strings.ToUpper(op)),
 			attribute.String("db.query.text", query)))
 }
