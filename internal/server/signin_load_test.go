@@ -57,8 +57,9 @@ func procStatusKiB(field string) int {
 
 // TestSignInUnderAttack sends 1,000 wrong sign-ins from 50 concurrent
 // clients in 20 rounds (the clock moves 31 s, more than the longest
-// delay, between rounds): 25 clients from 25 addresses guess one account's
-// password, 25 from one address spray unknown emails. The account and the
+// delay, between rounds): 25 clients, each from a new address every
+// round, guess one account's password; 25 from one address spray unknown
+// emails. The account and the
 // address are delayed and then locked, each delay and lockout is audited,
 // exactly Lock attempts per key are ever hashed, the rest answer 429 with
 // Retry-After, hashing never exceeds its bound, and after the lockout the
@@ -96,7 +97,9 @@ func TestSignInUnderAttack(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				addr, email := fmt.Sprintf("198.51.100.%d", c+1), "victim@example.com"
+				// A new address per round: the victim's account counter, not an
+				// address counter, must be what stops these.
+				addr, email := fmt.Sprintf("198.51.%d.%d", 100+round, c+1), "victim@example.com"
 				if c >= clients/2 {
 					addr, email = sprayAddr, fmt.Sprintf("nobody-%d-%d@example.com", c, round)
 				}
