@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -29,12 +28,12 @@ func TestConformance(t *testing.T) {
 	}
 	computetest.Run(t, computetest.Harness{
 		New: func(t *testing.T) compute.Driver {
-			d := &slotDriver{Driver: newTestDriver(t, "")}
-			// Registered before the suite's cleanup, so it runs after it:
-			// the slot is free only once the case's containers are gone.
-			t.Cleanup(d.release)
+			// Before the case's deadline starts, and released after its
+			// cleanup: one gateway container at a time.
+			acquireGateway(t)
+			d := newTestDriver(t, "")
 			mu.Lock()
-			drivers[d] = d.Driver
+			drivers[d] = d
 			mu.Unlock()
 			return d
 		},
@@ -82,37 +81,6 @@ func TestConformance(t *testing.T) {
 			},
 		},
 	})
-}
-
-// slotDriver takes the gateway slot on its first PrepareRevision (only
-// a prepare starts containers), so the cases that never prepare do not
-// wait for it; release frees it.
-type slotDriver struct {
-	*Driver
-	mu   sync.Mutex
-	held bool
-}
-
-func (s *slotDriver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
-	s.mu.Lock()
-	if !s.held {
-		select {
-		case gatewaySlot <- struct{}{}:
-			s.held = true
-		case <-ctx.Done():
-		}
-	}
-	s.mu.Unlock()
-	return s.Driver.PrepareRevision(ctx, rev, rc)
-}
-
-func (s *slotDriver) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held {
-		<-gatewaySlot
-		s.held = false
-	}
 }
 
 // readTree adds every regular file under dir to out, skipping a nested
