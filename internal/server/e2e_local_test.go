@@ -95,12 +95,17 @@ func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	return de
 }
 
-// deployed deploys the Agent and waits (3 min at most) until the
-// deployment succeeded; it returns the revision.
+// deployed deploys the Agent and waits (6 min at most: a setup and a
+// gateway start on a loaded 2-core machine) until the deployment
+// succeeded; it returns the revision. On timeout it shows the deployment.
 func (e *deployEnv) deployed(agent string) string {
 	e.t.Helper()
 	rev := e.deploy(agent)
-	testutil.Eventually(e.t, 3*time.Minute, e.finished(agent, rev), "the deployment finishes")
+	ctx, cancel := context.WithTimeout(testutil.Context(e.t), 6*time.Minute)
+	defer cancel()
+	if err := testutil.Poll(ctx, func() (bool, error) { return e.finished(agent, rev)(), nil }); err != nil {
+		e.t.Fatalf("deployment %s did not finish: %v; last view %+v", rev, err, e.deployment(agent, rev))
+	}
 	if d := e.deployment(agent, rev); d.Status != "succeeded" {
 		e.t.Fatalf("deployment %s = %+v; want succeeded", rev, d)
 	}

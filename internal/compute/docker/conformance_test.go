@@ -28,6 +28,8 @@ func TestConformance(t *testing.T) {
 	}
 	computetest.Run(t, computetest.Harness{
 		New: func(t *testing.T) compute.Driver {
+			// Before the case's deadline starts, and released after its
+			// cleanup: one gateway container at a time.
 			acquireGateway(t)
 			d := newTestDriver(t, "")
 			mu.Lock()

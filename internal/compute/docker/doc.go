@@ -16,10 +16,14 @@
 //	volume    occ-<a>-occ           the occ binary, copied from the occ image
 //	                                (`occ install-self`), mounted read-only
 //	volume    occ-<a>-<r>-config    the revision's openclaw.json and setup
-//	                                identity, 0600, owned by uid 1000
+//	                                identity, 0600, owned by uid 1000,
+//	                                mounted read-only
 //	container occ-<a>-<r>           the revision's gateway
 //	container occ-<a>-setup         one-shot, always removed
 //	container occ-<a>-install       one-shot, always removed
+//	container occ-<a>-files         never started: the archive API writes the
+//	                                config volume and the volumes' owners
+//	                                through it; always removed
 //
 // and, on the host, Options.DataDir/docker/<a>/ (0700): the token (0600),
 // the Agent's loopback port, the serving revision and the applied setup
@@ -31,9 +35,8 @@
 // `occ workspace-setup`. Its payload (the pending files, or the completed
 // identity, which makes the run a verification) reaches it through the
 // archive API as a 0600 file owned by uid 1000 in the container's own
-// layer, never in its arguments or environment; the same archive sets the
-// volumes' roots to uid 1000, mode 0700. The container is removed whatever
-// happened, and with it the payload. A workspace volume that is missing
+// layer, never in its arguments or environment. The container is removed
+// whatever happened, and with it the payload. A workspace volume that is missing
 // after a completed setup is refused (WORKSPACE_SETUP_FAILED) instead of
 // being created empty; a volume of the right name with foreign labels is
 // refused too.

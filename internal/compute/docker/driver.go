@@ -197,10 +197,10 @@ func setupFailed(msg string) error { return compute.Refusal(compute.CodeWorkspac
 // PrepareRevision brings rev's gateway container up and answers Ready
 // once it serves /readyz on the Agent's loopback port. While rev's
 // container exists it only reports (or, when it was stopped, starts) it;
-// otherwise it stops the Agent's other gateway, makes the volumes, runs
-// the workspace setup (or its verification) in a one-shot container, and
-// creates and starts the container. Failures: see the package
-// documentation.
+// otherwise it makes the volumes, writes the configuration, runs the
+// workspace setup (or its verification) in a one-shot container, then
+// stops the Agent's other gateway and creates and starts the container.
+// Failures: see the package documentation.
 func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
 	if err := ctx.Err(); err != nil {
 		return compute.PrepareResult{}, fmt.Errorf("docker: prepare: %w", err)
@@ -253,22 +253,27 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, rc compute.R
 		return d.report(ctx, rev, existing[0].ID, port, true)
 	}
 
-	// One gateway per Agent: the new revision replaces the running one.
-	if err := d.stopGateways(ctx, rev.AgentID, ""); err != nil {
-		return compute.PrepareResult{}, err
-	}
 	identity, err := d.ensureStorage(ctx, rev, rc.WorkspaceSetup)
 	if err != nil {
-		return compute.PrepareResult{}, err
-	}
-	if err := d.setup(ctx, rev, rc.WorkspaceSetup, identity); err != nil {
 		return compute.PrepareResult{}, err
 	}
 	cfg, err := renderConfig(rev, token, port)
 	if err != nil {
 		return compute.PrepareResult{}, err
 	}
-	id, err := d.createGateway(ctx, rev, port, cfg, identity)
+	if err := d.writeFiles(ctx, rev, cfg, identity); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	if err := d.setup(ctx, rev, rc.WorkspaceSetup, identity); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	// One gateway per Agent: the new revision replaces the running one,
+	// only now that its setup verified (a refused revision leaves the
+	// serving gateway alone).
+	if err := d.stopGateways(ctx, rev.AgentID, ""); err != nil {
+		return compute.PrepareResult{}, err
+	}
+	id, err := d.createGateway(ctx, rev, port, identity)
 	if err != nil {
 		return compute.PrepareResult{}, err
 	}
@@ -401,12 +406,10 @@ func (d *Driver) ensureStorage(ctx context.Context, rev compute.Revision, ws *co
 // setup runs `occ workspace-setup` in a one-shot container when there is
 // a setup: with a pending one it applies the files (a retry after the
 // marker was written changes nothing), with a completed identity it only
-// verifies the marker. It also sets the volumes' roots to uid 1000, mode
-// 0700, which a container without a setup needs as well (done then by
-// the archive copied into the gateway's own one-shot).
+// verifies the marker.
 func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.WorkspaceSetup, identity *workspace.Setup) error {
 	if identity == nil {
-		return d.chownVolumes(ctx, rev)
+		return nil
 	}
 	if err := d.installOCC(ctx, rev); err != nil {
 		return err
@@ -419,11 +422,11 @@ func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.Wo
 	if err != nil {
 		return fmt.Errorf("docker: encode the workspace setup: %w", err)
 	}
-	files, err := archive(append(volumeRoots(),
+	files, err := archive(
 		tarEntry{name: "run/occ/", dir: true, mode: 0o755},
 		tarEntry{name: "run/occ/setup/", dir: true, mode: 0o700, uid: runtimeUID},
 		tarEntry{name: "run/occ/setup/payload.json", mode: 0o600, uid: runtimeUID, data: p},
-	)...)
+	)
 	if err != nil {
 		return fmt.Errorf("docker: archive the workspace setup: %w", err)
 	}
@@ -469,30 +472,45 @@ func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.Wo
 	return nil
 }
 
-// volumeRoots are the archive entries that make the state and workspace
-// volumes' roots uid 1000, mode 0700 (the engine creates them root-owned).
-func volumeRoots() []tarEntry {
-	return []tarEntry{
+// writeFiles sets the roots of the state and workspace volumes to uid
+// 1000, mode 0700 (the engine creates them root-owned), and writes the
+// revision's configuration volume: its root likewise, openclaw.json (it
+// holds the token) and the setup identity, 0600, uid 1000. It goes
+// through a container that is created, given the archive and removed,
+// never started, so the gateway can mount its configuration read-only
+// and nothing that runs code ever holds a writable copy.
+func (d *Driver) writeFiles(ctx context.Context, rev compute.Revision, cfg []byte, identity *workspace.Setup) error {
+	cv := configVolume(rev.AgentID, rev.ID)
+	if err := d.ensureVolume(ctx, cv, d.labels(rev.NamespaceID, rev.AgentID, roleConfig, rev.ID), true); err != nil {
+		return err
+	}
+	entries := []tarEntry{
 		{name: "home/node/.openclaw/", dir: true, mode: 0o700, uid: runtimeUID},
 		{name: "home/node/.openclaw/workspace/", dir: true, mode: 0o700, uid: runtimeUID},
+		{name: "run/occ/", dir: true, mode: 0o755},
+		{name: "run/occ/config/", dir: true, mode: 0o700, uid: runtimeUID},
+		{name: "run/occ/config/openclaw.json", mode: 0o600, uid: runtimeUID, data: cfg},
 	}
-}
-
-// chownVolumes sets the volume roots' owner without a setup: a container
-// that is created, given the archive and removed, never started.
-func (d *Driver) chownVolumes(ctx context.Context, rev compute.Revision) error {
-	files, err := archive(volumeRoots()...)
+	if identity != nil {
+		id, err := json.Marshal(identity.WithoutFiles())
+		if err != nil {
+			return err
+		}
+		entries = append(entries, tarEntry{name: "run/occ/config/identity.json", mode: 0o600, uid: runtimeUID, data: id})
+	}
+	files, err := archive(entries...)
 	if err != nil {
 		return err
 	}
-	name := "occ-" + hash(rev.AgentID) + "-setup"
-	labels := d.labels(rev.NamespaceID, rev.AgentID, roleSetup, "")
+	name := "occ-" + hash(rev.AgentID) + "-files"
+	labels := d.labels(rev.NamespaceID, rev.AgentID, roleFiles, "")
 	if err := d.clearLeftover(ctx, name, labels); err != nil {
 		return err
 	}
 	hc := d.hardened("none", []mount.Mount{
 		volumeMount(volumeName(rev.AgentID, "state"), stateDir, false),
 		volumeMount(volumeName(rev.AgentID, "workspace"), workspaceDir, false),
+		volumeMount(cv, configDir, false),
 	})
 	created, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
@@ -508,7 +526,7 @@ func (d *Driver) chownVolumes(ctx context.Context, rev compute.Revision) error {
 		_ = d.removeContainer(rctx, created.ID)
 	}()
 	if _, err := d.c.CopyToContainer(ctx, created.ID, client.CopyToContainerOptions{DestinationPath: "/", Content: bytesReader(files)}); err != nil {
-		return fmt.Errorf("docker: set the owner of the Agent's volumes: %w", err)
+		return fmt.Errorf("docker: write the configuration of revision %s: %w", rev.ID, err)
 	}
 	return nil
 }
@@ -568,31 +586,20 @@ func baseEnv() []string {
 	}
 }
 
-// createGateway creates rev's gateway container and its configuration
-// volume, and copies the configuration (and the setup identity) in as
-// 0600 files of uid 1000. The container is not started.
-func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port int, cfg []byte, identity *workspace.Setup) (string, error) {
-	cv := configVolume(rev.AgentID, rev.ID)
-	if err := d.ensureVolume(ctx, cv, d.labels(rev.NamespaceID, rev.AgentID, roleConfig, rev.ID), true); err != nil {
-		return "", err
-	}
-	entries := []tarEntry{{name: "openclaw.json", mode: 0o600, uid: runtimeUID, data: cfg}}
+// createGateway creates rev's gateway container over the volumes
+// writeFiles prepared; the configuration is mounted read-only. The
+// container is not started.
+func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port int, identity *workspace.Setup) (string, error) {
 	gatewayCmd := []string{nodePath, openclawPath, "gateway", "run", "--port", strconv.Itoa(port)}
 	cmd := gatewayCmd
 	mounts := []mount.Mount{
 		volumeMount(volumeName(rev.AgentID, "state"), stateDir, false),
 		volumeMount(volumeName(rev.AgentID, "workspace"), workspaceDir, false),
-		// Read-write only so the archive API can write it before the start.
-		volumeMount(cv, configDir, false),
+		volumeMount(configVolume(rev.AgentID, rev.ID), configDir, true),
 		{Type: mount.TypeTmpfs, Target: "/tmp", TmpfsOptions: &mount.TmpfsOptions{
 			SizeBytes: int64(d.o.Config.TmpMiB) << 20, Mode: 0o1777}},
 	}
 	if identity != nil {
-		id, err := json.Marshal(identity.WithoutFiles())
-		if err != nil {
-			return "", err
-		}
-		entries = append(entries, tarEntry{name: "identity.json", mode: 0o600, uid: runtimeUID, data: id})
 		cmd = append([]string{occBin, "workspace-setup", "--verify", "--payload", identityPath,
 			"--workspace", workspaceDir, "--exec", "--"}, gatewayCmd...)
 		mounts = append(mounts, volumeMount(volumeName(rev.AgentID, "occ"), occBinDir, true))
@@ -619,16 +626,6 @@ func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port i
 	})
 	if err != nil {
 		return "", fmt.Errorf("docker: create gateway of revision %s: %w", rev.ID, err)
-	}
-	files, err := archive(entries...)
-	if err == nil {
-		_, err = d.c.CopyToContainer(ctx, created.ID, client.CopyToContainerOptions{DestinationPath: configDir, Content: bytesReader(files)})
-	}
-	if err != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = d.removeContainer(rctx, created.ID)
-		return "", fmt.Errorf("docker: write the configuration of revision %s: %w", rev.ID, err)
 	}
 	return created.ID, nil
 }

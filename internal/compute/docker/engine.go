@@ -39,6 +39,7 @@ const (
 	roleGateway   = "gateway"
 	roleSetup     = "setup"
 	roleInstall   = "install"
+	roleFiles     = "files"
 )
 
 // labels returns the ownership labels of one object, plus the driver's

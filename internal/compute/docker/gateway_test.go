@@ -133,6 +133,7 @@ func TestGateway(t *testing.T) {
 		}{
 			{stateDir, runtimeUID, 0o700},
 			{wsDir, runtimeUID, 0o700},
+			{cfgDir, runtimeUID, 0o700},
 			{filepath.Join(cfgDir, "openclaw.json"), runtimeUID, 0o600},
 			{filepath.Join(cfgDir, "identity.json"), runtimeUID, 0o600},
 			{d.host(f.agent).dir, 0, 0o700},
@@ -179,6 +180,11 @@ func TestGateway(t *testing.T) {
 				hc.RestartPolicy.Name != "on-failure" || hc.Memory == 0 {
 				t.Errorf("gateway container %s is not hardened: user %q, hostconfig %+v", c.Names[0], cfg.User, hc)
 			}
+			for _, m := range hc.Mounts {
+				if m.Target == configDir && !m.ReadOnly {
+					t.Errorf("gateway container %s mounts its configuration read-write", c.Names[0])
+				}
+			}
 		}
 		if leaks := procLeaks(t, token, marker); len(leaks) > 0 {
 			t.Errorf("token or content visible in %v", leaks)
@@ -203,8 +209,15 @@ func TestGateway(t *testing.T) {
 		if err != nil || got.Content != files["AGENTS.md"] {
 			t.Errorf("native GetFile = %+v, %v", got, err)
 		}
-		if _, err := gwtest.DialNative(ctx, ep.URL, gwtest.NativeOptions{Token: strings.Repeat("0", 64)}); err == nil {
-			t.Error("a wrong token connected")
+		if !n.Hello.OK {
+			t.Errorf("connect with the token file's token refused: %+v", n.Hello.Error)
+		}
+		wrong, err := gwtest.DialNative(ctx, ep.URL, gwtest.NativeOptions{Token: strings.Repeat("0", 64)})
+		if err == nil {
+			defer wrong.Close()
+			if wrong.Hello.OK {
+				t.Error("a wrong token was accepted")
+			}
 		}
 	})
 
@@ -276,8 +289,8 @@ func TestGateway(t *testing.T) {
 		if code != compute.CodeWorkspaceSetupFailed || strings.Contains(msg, marker) {
 			t.Errorf("foreign marker: %s %q", code, msg)
 		}
-		if !isServing(t, d, rev2) && !d.ready(ctx, d.host(f.agent).port()) {
-			t.Log("revision 2 stopped by the refused revision 3 (one gateway per Agent)")
+		if !isServing(t, d, rev2) {
+			t.Error("the refused revision 3 stopped the serving revision 2")
 		}
 	})
 
