@@ -18,8 +18,8 @@ type readyLog struct {
 }
 
 func (h *readyLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *readyLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *readyLog) WithGroup(string) slog.Handler             { return h }
+func (h *readyLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *readyLog) WithGroup(string) slog.Handler            { return h }
 func (h *readyLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "local: gateway ready" {
 		return nil
