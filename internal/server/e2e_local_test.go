@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,13 @@ type localEnv struct {
 
 func newLocalEnv(t testing.TB) *localEnv {
 	t.Helper()
+	return newLocalEnvWith(t, nil)
+}
+
+// newLocalEnvWith is newLocalEnv with the driver's own log lines sent to
+// logger (nil: discarded).
+func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
+	t.Helper()
 	rt, err := gwtest.FindRuntime()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -52,7 +60,7 @@ func newLocalEnv(t testing.TB) *localEnv {
 	// directory makes sure they die with this binary even when it is
 	// killed or times out before the cleanups run.
 	dataDir := guardedDataDir(t)
-	d, err := local.New(local.Options{DataDir: dataDir, Runtime: local.Runtime{Node: rt.Node, OpenClaw: rt.OpenClaw}})
+	d, err := local.New(local.Options{DataDir: dataDir, Runtime: local.Runtime{Node: rt.Node, OpenClaw: rt.OpenClaw}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

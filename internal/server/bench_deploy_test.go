@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readyLog keeps the "after" of each "local: gateway ready" line of the
+// local driver: the gateway's own start, from spawning the process to its
+// first successful probe.
+type readyLog struct {
+	mu    sync.Mutex
+	after []time.Duration
+}
+
+func (h *readyLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *readyLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *readyLog) WithGroup(string) slog.Handler            { return h }
+func (h *readyLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "local: gateway ready" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "after" {
+			if d, ok := a.Value.Any().(time.Duration); ok {
+				h.mu.Lock()
+				h.after = append(h.after, d)
+				h.mu.Unlock()
+			}
+		}
+		return true
+	})
+	return nil
+}
+
+func (h *readyLog) last() (time.Duration, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.after) == 0 {
+		return 0, 0
+	}
+	return h.after[len(h.after)-1], len(h.after)
+}
+
+// BenchmarkLocalDeploy measures OCC's own share of a local deployment:
+// from POST deploy to the deployment reading succeeded (polled every
+// 10 ms), minus the gateway's own start as the local driver logs it (spawn
+// to first successful probe). Each of the b.N operations deploys a new
+// Agent on one real gateway and stops it afterwards, so at most one
+// gateway runs at a time. The worker polls its queue every 100 ms, which
+// is part of OCC's share.
+//
+//	go test ./internal/server -run '^$' -bench LocalDeploy -benchtime 3x
+func BenchmarkLocalDeploy(b *testing.B) {
+	log := &readyLog{}
+	le := newLocalEnvWith(b, slog.New(log))
+	var total, gateway time.Duration
+	for i := range b.N {
+		agent := le.createAgent(fmt.Sprintf("deploy-bench-%d", i), nil)
+		_, before := log.last()
+		start := time.Now()
+		rev := le.deploy(agent)
+		deadline := start.Add(5 * time.Minute)
+		for {
+			s := le.deployment(agent, rev).Status
+			if s == "succeeded" {
+				break
+			}
+			if s == "failed" || time.Now().After(deadline) {
+				b.Fatalf("deployment %s: %s", rev, s)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		elapsed := time.Since(start)
+		g, n := log.last()
+		if n != before+1 {
+			b.Fatalf("the driver logged %d gateway starts during the deployment; want 1", n-before)
+		}
+		total += elapsed
+		gateway += g
+		le.must("POST", "/namespaces/"+le.ns+"/agents/"+agent+"/stop", nil, le.admin, 202, nil)
+		le.waitFor(3*time.Minute, func() bool {
+			var a struct {
+				DesiredRuntimeState string `json:"desiredRuntimeState"`
+			}
+			le.must("GET", "/namespaces/"+le.ns+"/agents/"+agent, nil, le.admin, 200, &a)
+			return a.DesiredRuntimeState == "stopped"
+		})
+	}
+	occ := total - gateway
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "deploy-ms")
+	b.ReportMetric(float64(gateway.Milliseconds())/float64(b.N), "gateway-start-ms")
+	b.ReportMetric(float64(occ.Milliseconds())/float64(b.N), "occ-ms")
+	b.ReportMetric(100*float64(occ)/float64(total), "occ-share-%")
+}
