@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw/occ/internal/digest"
+	"github.com/openclaw/occ/internal/store/sqlstore"
 )
 
 // testTraces is the package's one in-memory trace pipeline, installed as
@@ -22,6 +23,7 @@ var testTraces = sync.OnceValues(func() (*tracetest.InMemoryExporter, *sdktrace.
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	otel.SetTracerProvider(tp)
+	sqlstore.SetTracerProvider(tp)
 	return exp, tp
 })
 

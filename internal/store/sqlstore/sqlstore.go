@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -342,16 +342,29 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 	return row
 }
 
-// tracer starts the store's spans; the global provider's, a no-op until
-// tracing is set up.
-var tracer = otel.Tracer("github.com/openclaw/occ/internal/store/sqlstore")
+// tracer holds the trace.Tracer of SetTracerProvider; unset, the store
+// makes no spans. It is process-wide like the OpenTelemetry global
+// provider, which this package cannot use: the otel package depends on
+// net/http, and the store must not (docs/architecture.md).
+var tracer atomic.Value
+
+// SetTracerProvider makes the store start its spans with tp: call it once
+// at start, after the tracing set-up, with the provider the rest of the
+// process uses.
+func SetTracerProvider(tp trace.TracerProvider) {
+	tracer.Store(tp.Tracer("github.com/openclaw/occ/internal/store/sqlstore"))
+}
 
 func (s *Store) span(ctx context.Context, query string) (context.Context, trace.Span) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil // no trace to join: skip the attribute work
 	}
+	tr, _ := tracer.Load().(trace.Tracer)
+	if tr == nil {
+		return ctx, nil
+	}
 	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
-	return tracer.Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
+	return tr.Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.system.name", s.d.engine()), attribute.String("db.operation.name", strings.ToUpper(op)),
 			attribute.String("db.query.text", query)))
 }
