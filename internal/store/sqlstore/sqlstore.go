@@ -317,10 +317,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 
 // exec, query and queryRow rebind the "?" placeholders for the engine.
 // exec, query and queryRow are the only ways SQL reaches the database, so
-// each is one client span (with the no-op provider, a context lookup). The
-// span carries the engine and the statement's text, which is constant SQL
-// with placeholders: argument values, which can be secrets' hashes or
-// workspace content, are never recorded.
+// each is one client span when the context carries a recording span (else
+// a context lookup, nothing more). The span carries the engine and the
+// statement's text, which is constant SQL with placeholders: argument
+// values, which can be secrets' hashes or workspace content, are never
+// recorded.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx, span := s.span(ctx, query)
 	res, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
