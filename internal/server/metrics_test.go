@@ -17,6 +17,7 @@ import (
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/telemetry"
 	"github.com/openclaw/occ/internal/testdb"
 )
@@ -60,13 +61,16 @@ func labelValues(body, name, label string) []string {
 	return out
 }
 
-// TestMetricsAfterRealRequests drives the real server (SQLite store, the
+// TestMetricsAfterRealRequests drives the real server (on each engine, the
 // fake Compute driver, the worker) and scrapes the metrics listener: route
-// labels are patterns, never the ids in the paths; the worker, audit,
-// database pool and runtime series exist. The API handler itself serves
-// neither /metrics nor /debug/pprof.
+// labels are patterns, never the ids in the paths; the queue depth counts
+// queued work; the worker, audit, database pool and runtime series exist.
+// The API handler itself serves neither /metrics nor /debug/pprof.
 func TestMetricsAfterRealRequests(t *testing.T) {
-	st := testdb.SQLite(t)
+	testdb.Engines(t, metricsAfterRealRequests)
+}
+
+func metricsAfterRealRequests(t *testing.T, st *sqlstore.Store) {
 	m := telemetry.NewMetrics()
 	m.RegisterDB(st.DB())
 	m.RegisterQueueDepth(st.QueueDepth, string(store.WorkQueued), string(store.WorkRunning))
@@ -74,9 +78,21 @@ func TestMetricsAfterRealRequests(t *testing.T) {
 	d := fake.New(fake.Options{Capabilities: compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}})
 	e := newEnvWith(t, audited, server.Options{Driver: d, Metrics: m, Files: gwtest.NewMemFiles()})
 	de := &deployEnv{env: e, driver: d}
+	ln, err := telemetry.Listen("127.0.0.1:0", m, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ln.Close(ctx)
+	})
 	var ns idOnly
 	e.must("POST", "/namespaces", map[string]string{"name": "metrics"}, e.admin, 201, &ns)
 	de.ns = ns.ID
+	if _, body := httpGet(t, "http://"+ln.Addr()+"/metrics"); !strings.Contains(body, `occ_worker_queue_depth{state="queued"} 1`) {
+		t.Errorf("queue depth after one enqueued Namespace:\n%s", grepLines(body, "occ_worker_queue_depth"))
+	}
 	de.runUntil(func() bool {
 		var got struct{ Status string }
 		e.must("GET", "/namespaces/"+ns.ID, nil, e.admin, 200, &got)
@@ -101,15 +117,6 @@ func TestMetricsAfterRealRequests(t *testing.T) {
 	}
 	audited.fail.Store(false)
 
-	ln, err := telemetry.Listen("127.0.0.1:0", m, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = ln.Close(ctx)
-	})
 	code, body := httpGet(t, "http://"+ln.Addr()+"/metrics")
 	if code != 200 {
 		t.Fatalf("scrape: %d", code)
@@ -167,4 +174,14 @@ func TestMetricsAfterRealRequests(t *testing.T) {
 	if code, _ := httpGet(t, "http://"+ln.Addr()+"/debug/pprof/"); code != 200 {
 		t.Errorf("metrics listener pprof index = %d, want 200", code)
 	}
+}
+
+func grepLines(body, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

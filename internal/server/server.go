@@ -424,6 +424,9 @@ func observe(ctx context.Context, cfg config.Config, st *sqlstore.Store, logger 
 		return nil, nil, err
 	}
 	o.tracer, o.shutdown = tp, shutdown
+	if tp != nil {
+		sqlstore.SetTracerProvider(tp)
+	}
 	if cfg.MetricsListen != "" {
 		o.metrics = telemetry.NewMetrics()
 		o.metrics.RegisterDB(st.DB())

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw/occ/internal/digest"
+	"github.com/openclaw/occ/internal/store/sqlstore"
 )
 
 // testTraces is the package's one in-memory trace pipeline, installed as
@@ -22,6 +23,7 @@ var testTraces = sync.OnceValues(func() (*tracetest.InMemoryExporter, *sdktrace.
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	otel.SetTracerProvider(tp)
+	sqlstore.SetTracerProvider(tp)
 	return exp, tp
 })
 
@@ -111,21 +113,21 @@ func liveTraceCases(t *testing.T, le *localEnv, agent string) {
 		var texts []string
 		texts = append(texts, s.Name, s.Status.Description)
 		for _, a := range s.Attributes {
-			texts = append(texts, string(a.Key), a.Value.Emit())
+			texts = append(texts, string(a.Key), a.Value.String())
 		}
 		for _, ev := range s.Events {
 			texts = append(texts, ev.Name)
 			for _, a := range ev.Attributes {
-				texts = append(texts, string(a.Key), a.Value.Emit())
+				texts = append(texts, string(a.Key), a.Value.String())
 			}
 		}
 		for _, l := range s.Links {
 			for _, a := range l.Attributes {
-				texts = append(texts, string(a.Key), a.Value.Emit())
+				texts = append(texts, string(a.Key), a.Value.String())
 			}
 		}
 		for _, a := range s.Resource.Attributes() {
-			texts = append(texts, a.Value.Emit())
+			texts = append(texts, a.Value.String())
 		}
 		all := strings.Join(texts, "\x00")
 		for what, secret := range secrets {

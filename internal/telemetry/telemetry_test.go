@@ -248,7 +248,7 @@ func TestRequestSpanAndLogIDs(t *testing.T) {
 		t.Errorf("span name %q, want the pattern", sp.Name)
 	}
 	for _, a := range sp.Attributes {
-		if strings.Contains(a.Value.Emit(), "secret-id-1") {
+		if strings.Contains(a.Value.String(), "secret-id-1") {
 			t.Errorf("span attribute %s holds the raw path", a.Key)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -376,10 +377,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 
 // exec, query and queryRow rebind the "?" placeholders for the engine.
 // exec, query and queryRow are the only ways SQL reaches the database, so
-// each is one client span (with the no-op provider, a context lookup). The
-// span carries the engine and the statement's text, which is constant SQL
-// with placeholders: argument values, which can be secrets' hashes or
-// workspace content, are never recorded.
+// each is one client span when the context carries a recording span (else
+// a context lookup, nothing more). The span carries the engine and the
+// statement's text, which is constant SQL with placeholders: argument
+// values, which can be secrets' hashes or workspace content, are never
+// recorded.
 // On SQLite outside a transaction, query and queryRow run a cached
 // prepared statement (stmtCache); writes and transactions run as before.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -414,18 +416,29 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 	return row
 }
 
-// tracerName names the store's instrumentation scope. The store takes its
-// tracer from the span it joins (the request's or the worker's), not from
-// the global provider: the otel root package would make the store depend on
-// net/http (its propagators), which the store must not (deptest).
-const tracerName = "github.com/openclaw/occ/internal/store/sqlstore"
+// tracer holds the trace.Tracer of SetTracerProvider; unset, the store
+// makes no spans. It is process-wide like the OpenTelemetry global
+// provider, which this package cannot use: the otel package depends on
+// net/http, and the store must not (docs/architecture.md).
+var tracer atomic.Value
+
+// SetTracerProvider makes the store start its spans with tp: call it once
+// at start, after the tracing set-up, with the provider the rest of the
+// process uses.
+func SetTracerProvider(tp trace.TracerProvider) {
+	tracer.Store(tp.Tracer("github.com/openclaw/occ/internal/store/sqlstore"))
+}
 
 func (s *Store) span(ctx context.Context, query string) (context.Context, trace.Span) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil // no trace to join: skip the attribute work
 	}
+	tr, _ := tracer.Load().(trace.Tracer)
+	if tr == nil {
+		return ctx, nil
+	}
 	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
-	return trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName).Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
+	return tr.Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.system.name", s.d.engine()), attribute.String("db.operation.name", strings.ToUpper(op)),
 			attribute.String("db.query.text", query)))
 }
