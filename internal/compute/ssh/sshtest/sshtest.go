@@ -60,7 +60,7 @@ func Config(t testing.TB) computessh.Config {
 		// Tests stop gateways that are still starting, or whose state
 		// they discard: no graceful drain to wait for.
 		StopGrace: 2 * time.Second,
-		Hosts:        []computessh.Host{{Name: "h1", Address: addr}},
+		Hosts:     []computessh.Host{{Name: "h1", Address: addr}},
 	}
 }
 
