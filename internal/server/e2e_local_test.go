@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/local"
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/server"
@@ -33,6 +34,17 @@ type localEnv struct {
 	st      *sqlstore.Store
 	driver  *local.Driver
 	dataDir string
+	// ws, when set, is where an Agent's workspace is (another driver's
+	// layout); nil means the local driver's.
+	ws func(agent string) string
+}
+
+// workspaceDir is the Agent's durable workspace on disk.
+func (le *localEnv) workspaceDir(agent string) string {
+	if le.ws != nil {
+		return le.ws(agent)
+	}
+	return filepath.Join(le.agentDir(agent), "workspace")
 }
 
 func newLocalEnv(t testing.TB) *localEnv {
@@ -58,6 +70,15 @@ func newLocalEnv(t testing.TB) *localEnv {
 		defer cancel()
 		_ = d.Shutdown(ctx)
 	})
+	le := newDriverEnv(t, st, d)
+	le.driver, le.dataDir = d, dataDir
+	return le
+}
+
+// newDriverEnv is the API, the real gateway client and the background
+// worker over driver d, with a ready Namespace and a Configuration.
+func newDriverEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *localEnv {
+	t.Helper()
 	e := newEnvWith(t, st, server.Options{Driver: d, Files: agentgw.New(agentgw.Options{}), Now: time.Now,
 		Worker: worker.Options{Poll: 100 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -65,7 +86,7 @@ func newLocalEnv(t testing.TB) *localEnv {
 	go func() { defer close(done); _ = e.srv.Worker.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	le := &localEnv{deployEnv: &deployEnv{env: e}, st: st, driver: d, dataDir: dataDir}
+	le := &localEnv{deployEnv: &deployEnv{env: e}, st: st}
 	var ns idOnly
 	e.must("POST", "/namespaces", map[string]string{"name": "local"}, e.admin, 201, &ns)
 	le.ns = ns.ID
@@ -247,7 +268,7 @@ func TestEmbeddedDefaultEndToEnd(t *testing.T) {
 // liveFileCases runs the workspace file rules against the real gateway.
 func liveFileCases(t *testing.T, le *localEnv, agent string) {
 	fe := &filesEnv{deployEnv: le.deployEnv, agent: agent, base: "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/"}
-	ws := filepath.Join(le.agentDir(agent), "workspace")
+	ws := le.workspaceDir(agent)
 	for _, name := range workspace.Names {
 		content := "written through OCC: " + name
 		rec, env := fe.put(name, `{"content":"`+content+`"}`, nil)
