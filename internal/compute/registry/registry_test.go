@@ -67,7 +67,7 @@ func TestTable(t *testing.T) {
 		}
 	}
 	// The order is the default first, then what --help and messages list.
-	if diff := cmp.Diff([]string{"local", "kubernetes", "none"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"local", "kubernetes", "ssh", "none"}, got); diff != "" {
 		t.Errorf("entries mismatch (-want +got):\n%s", diff)
 	}
 	if d, ok := Lookup(""); !ok || d.Name != "local" {
