@@ -21,13 +21,17 @@
 #      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
 #      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
 #      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");
-#   6. compile every test binary, then go test -race -count=1 in steps: the packages without
+#   6. start the test OpenSSH server (scripts/testenv/sshd.sh start: Debian's openssh-server,
+#      installed when missing, on 127.0.0.1 with fresh keys and the runtime account occ-agent;
+#      idempotent: a running server is reused) and export the SSH_TEST_* variables it prints, which
+#      the SSH Compute driver's tests (internal/compute/ssh, internal/server) use;
+#   7. compile every test binary, then go test -race -count=1 in steps: the packages without
 #      gateways together, then each package that starts real gateways alone, the Kubernetes
 #      packages last, every one with an explicit -timeout (see below).
 #
-# It leaves PostgreSQL, the Docker engine and the Kubernetes environment running for the next run
-# (`scripts/testenv/postgres.sh stop`, `scripts/testenv/docker.sh stop` and `scripts/testenv/k8s.sh stop`
-# stop them).
+# It leaves PostgreSQL, the Docker engine, sshd and the Kubernetes environment running for the next run
+# (`scripts/testenv/postgres.sh stop`, `scripts/testenv/docker.sh stop`, `scripts/testenv/sshd.sh stop` and
+# `scripts/testenv/k8s.sh stop` stop them).
 #
 # Environment:
 #   OCC_TEST_POSTGRES_URL  use this database server instead of starting one
@@ -37,6 +41,8 @@
 #   DOCKER_HOST            build and test the images with this Docker engine instead of starting one
 #   OCC_TEST_IMAGES        1 (default) builds the images and starts the Docker engine, 0 skips that (the
 #                          image tests then skip, or fail under CI=true)
+#   SSH_TEST_ADDR          use this sshd (with SSH_TEST_KEY, SSH_TEST_KNOWN_HOSTS, SSH_TEST_RUNTIME_USER, as
+#                          scripts/testenv/sshd.sh start prints them) instead of starting one
 #   OCC_TEST_KUBECONFIG    use this Kubernetes test environment instead of starting one (then also set
 #                          OCC_TEST_EGCTL, OCC_TEST_KUBECTL and OCC_TEST_HELM, as `scripts/testenv/k8s.sh env` does)
 #   OCC_TEST_KUBERNETES    1 (default) builds and starts the Kubernetes environment, 0 skips that (the
@@ -180,6 +186,23 @@ case "${OCC_TEST_KUBERNETES:-1}" in
 	;;
 esac
 
+step "OpenSSH test server (scripts/testenv/sshd.sh start)"
+if [ -z "${SSH_TEST_ADDR:-}" ]; then
+	# sshd.sh prints SSH_TEST_*=... on its last lines of standard output (progress goes to stderr).
+	ssh_env=$(bash scripts/testenv/sshd.sh start)
+	while IFS= read -r line; do
+		case "$line" in SSH_TEST_*=*) export "${line?}" ;; esac
+	done <<<"$ssh_env"
+	[ -n "${SSH_TEST_ADDR:-}" ] || {
+		echo "test.sh: scripts/testenv/sshd.sh start printed no SSH_TEST_ADDR" >&2
+		exit 1
+	}
+else
+	echo "using SSH_TEST_ADDR from the environment"
+fi
+echo "SSH_TEST_ADDR=$SSH_TEST_ADDR"
+done_step
+
 race=()
 case "${OCC_TEST_RACE:-1}" in
 1)
@@ -228,6 +251,7 @@ heavy=(
 	"./internal/clie2e 15m"
 	"./internal/console 10m"
 	"./internal/images 10m"
+	"./internal/compute/ssh 25m"
 )
 kube=(
 	"./internal/testenv/kube 10m"

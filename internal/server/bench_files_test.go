@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -26,7 +27,8 @@ import (
 // by the bench time.
 //
 // BenchmarkWorkspaceFiles runs it on the local driver's gateway process,
-// BenchmarkWorkspaceFilesDocker on the Docker driver's gateway container.
+// BenchmarkWorkspaceFilesDocker on the Docker driver's gateway container,
+// BenchmarkWorkspaceFilesSSH on the SSH driver's (below).
 //
 //	go test ./internal/server -run '^$' -bench WorkspaceFiles -benchtime 200x
 func BenchmarkWorkspaceFiles(b *testing.B) {
@@ -51,7 +53,43 @@ func benchWorkspaceFiles(b *testing.B, le *deployEnv, driver compute.Driver) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	url := srv.URL + "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/SOUL.md"
+	benchFiles(b, le, srv.URL, agent, func(ctx context.Context) (*gwtest.Native, error) {
+		return gwtest.DialNative(ctx, gw.URL, gwtest.NativeOptions{Token: string(token)})
+	})
+}
+
+// BenchmarkWorkspaceFilesSSH is BenchmarkWorkspaceFiles on the SSH
+// Compute driver (the real sshd of scripts/testenv/sshd.sh): OCC reads the
+// token over SSH and opens a direct-tcpip channel per operation; the
+// direct call uses the same tunnel with the token read once.
+//
+//	go test ./internal/server -run '^$' -bench WorkspaceFilesSSH -benchtime 100x
+func BenchmarkWorkspaceFilesSSH(b *testing.B) {
+	se := newSSHEnv(b)
+	agent := se.createAgent("bench", nil)
+	rev := se.deploy(agent)
+	se.waitFor(6*time.Minute, se.finished(agent, rev))
+	srv := httpTestServer(b, se.srv.Handler())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ep, err := se.ssh.Endpoint(ctx, revisionFor(b, se.deployEnv, agent))
+	if err != nil || ep.Tunnel == nil {
+		b.Fatalf("Endpoint = %+v, %v", ep, err)
+	}
+	token, err := ep.Tunnel.ReadToken(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) { return ep.Tunnel.DialGateway(ctx) }
+	benchFiles(b, se.deployEnv, srv.URL, agent, func(ctx context.Context) (*gwtest.Native, error) {
+		return gwtest.DialNative(ctx, ep.URL, gwtest.NativeOptions{Token: string(token), Dial: dial})
+	})
+}
+
+// benchFiles measures OCC's GET and PUT of SOUL.md through the API at
+// srvURL against dialNative's direct native call, at concurrency 1 and 16.
+func benchFiles(b *testing.B, le *deployEnv, srvURL, agent string, dialNative func(context.Context) (*gwtest.Native, error)) {
+	url := srvURL + "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/SOUL.md"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
 	occOp := func(put bool) error {
@@ -77,7 +115,7 @@ func benchWorkspaceFiles(b *testing.B, le *deployEnv, driver compute.Driver) {
 	directOp := func(put bool) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		n, err := gwtest.DialNative(ctx, gw.URL, gwtest.NativeOptions{Token: string(token)})
+		n, err := dialNative(ctx)
 		if err != nil {
 			return err
 		}

@@ -57,7 +57,10 @@ func Config(t testing.TB) computessh.Config {
 		// A gateway needs 9-16 s alone; on a 2-core machine shared with
 		// compiles it has taken over a minute.
 		ReadyTimeout: 4 * time.Minute,
-		Hosts:        []computessh.Host{{Name: "h1", Address: addr}},
+		// Tests stop gateways that are still starting, or whose state
+		// they discard: no graceful drain to wait for.
+		StopGrace: 2 * time.Second,
+		Hosts:     []computessh.Host{{Name: "h1", Address: addr}},
 	}
 }
 
