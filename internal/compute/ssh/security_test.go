@@ -117,12 +117,35 @@ func TestHostLifecycle(t *testing.T) {
 	if err := d.RetireRevision(ctx, rev1); err != nil {
 		t.Fatal(err)
 	}
+
+	// occ restarts: a new driver re-attaches to the running supervisor
+	// (same pid, ready at once) instead of starting another gateway.
+	supervisorPID := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "supervisor.pid"))
+		return strings.Fields(string(b) + " ")[0]
+	}
+	before := supervisorPID()
+	d.Close()
+	d = newDriver(t, cfg)
+	if err := d.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := d.PrepareRevision(ctx, rev2, compute.RevisionContext{WorkspaceSetup: completed}); err != nil || !res.Ready {
+		t.Errorf("PrepareRevision after a restart = %+v, %v; want Ready from the running gateway", res, err)
+	}
+	if after := supervisorPID(); after != before {
+		t.Errorf("supervisor pid %s after a restart, was %s: a second gateway was started", after, before)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "revisions", hash12(rev1.ID))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("retired revision's directory: %v", err)
 	}
 
 	// A divergent marker blocks the next start; revision 2 keeps serving.
 	mk := filepath.Join(ws, workspace.MarkerName)
+	goodMarker, err := os.ReadFile(mk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(mk, []byte(`{"id":"someone-else","namespaceId":"x","agentId":"y"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +160,10 @@ func TestHostLifecycle(t *testing.T) {
 	if err := d.RetireRevision(ctx, rev3); err != nil {
 		t.Fatal(err)
 	}
+	// Restored from "backup": the marker matches again.
+	if err := os.WriteFile(mk, goodMarker, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// A dead gateway: the file operation fails fast, as unavailable.
 	pidText, _ := os.ReadFile(filepath.Join(dir, "supervisor.pid"))
@@ -149,6 +176,28 @@ func TestHostLifecycle(t *testing.T) {
 	_, err = gw.Get(ctx, target, "AGENTS.md")
 	if agentgw.KindOf(err) != agentgw.Unavailable || time.Since(start) > 5*time.Second {
 		t.Errorf("Get from a dead gateway = %v after %s; want Unavailable within 5 s", err, time.Since(start))
+	}
+
+	// Recover (occ starting) starts the serving revision again, after
+	// the verifier.
+	if err := d.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		res, err := d.PrepareRevision(ctx, rev2, compute.RevisionContext{WorkspaceSetup: completed})
+		if err != nil {
+			t.Fatalf("PrepareRevision after Recover: %v", err)
+		}
+		if res.Ready {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if supervisorPID() == strconv.Itoa(pid) {
+		t.Error("Recover did not start a new supervisor")
+	}
+	if f, err := gw.Get(ctx, target, "USER.md"); err != nil || f.Content != edited {
+		t.Errorf("Get USER.md after Recover = %+v, %v", f, err)
 	}
 
 	// Stop, retire, delete: nothing left.
