@@ -227,9 +227,12 @@ esac
 #     them), so the runs below measure tests, not the compiler, and
 #     -timeout never counts compile time;
 #   - the packages that start real gateways or native OpenClaw processes
-#     run one package at a time, each in its own go test with the timeout it
-#     needs; inside each package at most two gateways run at once (its own
-#     slots or shared gateways);
+#     run in their own go test with the timeout each needs; inside each
+#     package at most two gateways run at once (its own slots or shared
+#     gateways). A package that may run two runs alone; packages that run
+#     at most one at a time run in pairs ("A|B" below: two go tests at once,
+#     their output printed when both ended), so two gateways, never more,
+#     run at any moment;
 #   - the other packages run together, as go test does by default (one per
 #     core), under one timeout;
 #   - the Kubernetes packages run last, one at a time: their deployments
@@ -243,15 +246,12 @@ esac
 # docs/testing.md for the measurements.
 heavy=(
 	"./internal/agentgw 15m"
-	"./internal/agentgw/gwtest 10m"
 	"./internal/compute/local 30m"
-	"./internal/compute/docker 30m"
-	"./internal/server 30m"
 	"./internal/setuprunner 15m"
-	"./internal/clie2e 15m"
-	"./internal/console 10m"
-	"./internal/images 10m"
-	"./internal/compute/ssh 25m"
+	"./internal/agentgw/gwtest 10m"
+	"./internal/compute/docker 30m|./internal/compute/ssh 25m"
+	"./internal/server 30m|./internal/clie2e 15m"
+	"./internal/console 10m|./internal/images 10m"
 )
 kube=(
 	"./internal/testenv/kube 10m"
@@ -262,7 +262,10 @@ kube=(
 light_timeout=10m
 
 heavy_pkgs=()
-for e in "${heavy[@]}" "${kube[@]}"; do heavy_pkgs+=("$(go list "${e%% *}")"); done
+for group in "${heavy[@]}" "${kube[@]}"; do
+	IFS='|' read -ra members <<<"$group"
+	for e in "${members[@]}"; do heavy_pkgs+=("$(go list "${e%% *}")"); done
+done
 light_pkgs=$(go list ./... | grep -vxF -f <(printf '%s\n' "${heavy_pkgs[@]}"))
 
 failed=()
@@ -278,6 +281,43 @@ run_go_test() {
 	done_step
 }
 
+# run_go_test_group "PKG TIMEOUT|PKG TIMEOUT...": the packages' go tests at
+# once, each with its output in a file printed (in order) when all ended,
+# so the log stays readable; each failure is recorded, not fatal.
+run_go_test_group() {
+	local -a members pids names
+	local dir e i pkg timeout
+	IFS='|' read -ra members <<<"$1"
+	if [ ${#members[@]} -eq 1 ]; then
+		pkg=${members[0]%% *} timeout=${members[0]##* }
+		run_go_test "$pkg (-timeout $timeout)" -timeout "$timeout" "$pkg"
+		return
+	fi
+	dir=$(mktemp -d)
+	step "go test ${race[*]} -count=1 at once: ${1//|/ + }"
+	for i in "${!members[@]}"; do
+		e=${members[$i]}
+		pkg=${e%% *} timeout=${e##* }
+		names[i]="$pkg (-timeout $timeout)"
+		(
+			start=$SECONDS
+			rc=0
+			go test "${race[@]}" -count=1 -timeout "$timeout" "$pkg" >"$dir/$i.out" 2>&1 || rc=$?
+			echo "    ($pkg: $((SECONDS - start))s)" >>"$dir/$i.out"
+			exit "$rc"
+		) &
+		pids[i]=$!
+	done
+	for i in "${!members[@]}"; do
+		if ! wait "${pids[$i]}"; then
+			failed+=("${names[$i]}")
+		fi
+		cat "$dir/$i.out"
+	done
+	rm -rf "$dir"
+	done_step
+}
+
 step "compile every test binary (go test ${race[*]} -exec true ./...)"
 if ! out=$(go test "${race[@]}" -count=1 -exec true ./... 2>&1); then
 	printf '%s\n' "$out" >&2
@@ -287,9 +327,8 @@ done_step
 
 # shellcheck disable=SC2086 # package lists are whitespace-separated import paths
 run_go_test "(packages without gateways, -timeout $light_timeout)" -timeout "$light_timeout" $light_pkgs
-for e in "${heavy[@]}" "${kube[@]}"; do
-	pkg=${e%% *} timeout=${e##* }
-	run_go_test "$pkg (-timeout $timeout)" -timeout "$timeout" "$pkg"
+for group in "${heavy[@]}" "${kube[@]}"; do
+	run_go_test_group "$group"
 done
 
 if [ ${#failed[@]} -gt 0 ]; then
