@@ -223,9 +223,10 @@ esac
 # How the tests run (docs/testing.md, "Timeouts and parallelism"). The
 # budget that matters is real gateways: each costs about 1 GB and a core for
 # its 10-90 s start, and two at once is what 2 cores carry. So:
-#   - one compile step builds every test binary (-exec true runs none of
-#     them), so the runs below measure tests, not the compiler, and
-#     -timeout never counts compile time;
+#   - one compile step builds every test binary (go test -c), and the steps
+#     below run those binaries, each in its package's directory as go test
+#     does: the runs measure tests, not the compiler, -timeout never counts
+#     compile time, and no package is linked twice;
 #   - the packages that start real gateways or native OpenClaw processes
 #     run in their own go test with the timeout each needs; inside each
 #     package at most two gateways run at once (its own slots or shared
@@ -268,65 +269,119 @@ for group in "${heavy[@]}" "${kube[@]}"; do
 done
 light_pkgs=$(go list ./... | grep -vxF -f <(printf '%s\n' "${heavy_pkgs[@]}"))
 
+# Test binaries are built once, in the compile step, and then run directly:
+# `go test` links a package's test binary again on every call (links are
+# not cached; with -race a link takes seconds), so building them once saves
+# a second link of every package. Each binary runs in its package's
+# directory, as `go test` runs it.
+module=$(go list -m)
+testbin=$(mktemp -d "${TMPDIR:-/tmp}/occ-testbin.XXXXXX")
+trap 'rm -rf "$testbin"' EXIT
+# bin_of PKG: the path of PKG's test binary (it exists only for a package with tests).
+bin_of() { printf '%s/%s.test' "$testbin" "$(printf '%s' "$1" | tr '/.' '__')"; }
+# dir_of PKG: the package's directory.
+dir_of() { printf '%s' "${1/#$module/.}"; }
+
 failed=()
-# run_go_test NAME ARGS...: one go test invocation as a timed step; a
-# failure is recorded, not fatal.
-run_go_test() {
-	local name=$1
-	shift
-	step "go test ${race[*]} -count=1 $name"
-	if ! go test "${race[@]}" -count=1 "$@"; then
-		failed+=("$name")
+# run_pkg PKG TIMEOUT OUT: run PKG's test binary with the timeout, output to
+# OUT, ending with go test's own summary line; returns its exit status.
+run_pkg() {
+	local pkg=$1 timeout=$2 out=$3 bin start rc=0
+	case "$pkg" in ./*) pkg=$module/${pkg#./} ;; esac
+	bin=$(bin_of "$pkg")
+	start=$SECONDS
+	if [ ! -x "$bin" ]; then
+		echo "?   	$pkg	[no test files]" >"$out"
+		return 0
 	fi
-	done_step
+	(cd "$(dir_of "$pkg")" && "$bin" -test.count=1 -test.timeout="$timeout" -test.paniconexit0) >"$out" 2>&1 || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		# Passing output is only "PASS" unless a test logged: keep it short, as go test does.
+		grep -v '^PASS$' "$out" >"$out.tmp" || true
+		mv "$out.tmp" "$out"
+		printf 'ok  \t%s\t%ds\n' "$pkg" $((SECONDS - start)) >>"$out"
+	else
+		printf 'FAIL\t%s\t%ds\n' "$pkg" $((SECONDS - start)) >>"$out"
+	fi
+	return "$rc"
 }
 
-# run_go_test_group "PKG TIMEOUT|PKG TIMEOUT...": the packages' go tests at
-# once, each with its output in a file printed (in order) when all ended,
-# so the log stays readable; each failure is recorded, not fatal.
-run_go_test_group() {
-	local -a members pids names
-	local dir e i pkg timeout
-	IFS='|' read -ra members <<<"$1"
-	if [ ${#members[@]} -eq 1 ]; then
-		pkg=${members[0]%% *} timeout=${members[0]##* }
-		run_go_test "$pkg (-timeout $timeout)" -timeout "$timeout" "$pkg"
-		return
-	fi
+# run_pkgs_at_once N "PKG TIMEOUT" ...: the packages' tests, at most N at
+# once, each with its output in a file printed (in order) when all ended, so
+# the log stays readable; each failure is recorded, not fatal.
+run_pkgs_at_once() {
+	local n=$1 dir i running=0 pkg timeout
+	shift
+	local -a entries=("$@") pids=()
 	dir=$(mktemp -d)
-	step "go test ${race[*]} -count=1 at once: ${1//|/ + }"
-	for i in "${!members[@]}"; do
-		e=${members[$i]}
-		pkg=${e%% *} timeout=${e##* }
-		names[i]="$pkg (-timeout $timeout)"
-		(
-			start=$SECONDS
-			rc=0
-			go test "${race[@]}" -count=1 -timeout "$timeout" "$pkg" >"$dir/$i.out" 2>&1 || rc=$?
-			echo "    ($pkg: $((SECONDS - start))s)" >>"$dir/$i.out"
-			exit "$rc"
-		) &
+	for i in "${!entries[@]}"; do
+		if [ "$running" -ge "$n" ]; then
+			wait -n || true
+			running=$((running - 1))
+		fi
+		pkg=${entries[$i]%% *} timeout=${entries[$i]##* }
+		run_pkg "$pkg" "$timeout" "$dir/$i.out" &
 		pids[i]=$!
+		running=$((running + 1))
 	done
-	for i in "${!members[@]}"; do
+	for i in "${!entries[@]}"; do
 		if ! wait "${pids[$i]}"; then
-			failed+=("${names[$i]}")
+			failed+=("${entries[$i]%% *} (-timeout ${entries[$i]##* })")
 		fi
 		cat "$dir/$i.out"
 	done
 	rm -rf "$dir"
+}
+
+# run_go_test_group "PKG TIMEOUT|PKG TIMEOUT...": one timed step, the
+# group's packages at once.
+run_go_test_group() {
+	local -a members
+	IFS='|' read -ra members <<<"$1"
+	step "go test ${race[*]} -count=1: ${1//|/ + } (at once)"
+	run_pkgs_at_once "${#members[@]}" "${members[@]}"
 	done_step
 }
 
-step "compile every test binary (go test ${race[*]} -exec true ./...)"
-if ! out=$(go test "${race[@]}" -count=1 -exec true ./... 2>&1); then
-	printf '%s\n' "$out" >&2
+step "compile every test binary (go test ${race[*]} -c, $(nproc) at once)"
+# compile_pkg PKG OUT: build PKG's test binary (the build cache makes the
+# compile itself cheap when nothing changed; the link is what remains).
+compile_pkg() {
+	go test "${race[@]}" -c -o "$(bin_of "$1")" "$1" >"$2" 2>&1
+}
+compile_failed=()
+compile_dir=$(mktemp -d)
+mapfile -t test_pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
+running=0
+declare -A compile_pids=()
+for i in "${!test_pkgs[@]}"; do
+	if [ "$running" -ge "$(nproc)" ]; then
+		wait -n || true
+		running=$((running - 1))
+	fi
+	compile_pkg "${test_pkgs[$i]}" "$compile_dir/$i.out" &
+	compile_pids[$i]=$!
+	running=$((running + 1))
+done
+for i in "${!test_pkgs[@]}"; do
+	if ! wait "${compile_pids[$i]}"; then
+		compile_failed+=("${test_pkgs[$i]}")
+		cat "$compile_dir/$i.out" >&2
+	fi
+done
+rm -rf "$compile_dir"
+if [ ${#compile_failed[@]} -gt 0 ]; then
+	echo "test.sh: these test binaries did not build: ${compile_failed[*]}" >&2
 	exit 1
 fi
 done_step
 
-# shellcheck disable=SC2086 # package lists are whitespace-separated import paths
-run_go_test "(packages without gateways, -timeout $light_timeout)" -timeout "$light_timeout" $light_pkgs
+# The packages without gateways, as many at once as there are cores (go test's default -p).
+light=()
+for pkg in $light_pkgs; do light+=("$pkg $light_timeout"); done
+step "go test ${race[*]} -count=1: packages without gateways ($(nproc) at once, -timeout $light_timeout each)"
+run_pkgs_at_once "$(nproc)" "${light[@]}"
+done_step
 for group in "${heavy[@]}" "${kube[@]}"; do
 	run_go_test_group "$group"
 done

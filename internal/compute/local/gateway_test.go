@@ -21,8 +21,10 @@ import (
 	"github.com/openclaw/occ/internal/testutil"
 )
 
-// These tests run the real OpenClaw gateway (see testRuntime). Each takes
-// its gateway slots first, so at most maxGateways run at once.
+// These tests run the real OpenClaw gateway (see testRuntime). They run in
+// parallel with each other and each takes its gateway slots first, so at
+// most maxGateways run at once and both slots stay busy: the package's
+// time is about the sum of its gateway work divided by maxGateways.
 
 const startTimeout = 4 * time.Minute // one or two starts on a loaded 2-CPU box
 
@@ -109,6 +111,7 @@ func randomHex(n int) string {
 const hostOpenClawTmp = "/tmp/openclaw"
 
 func TestSecretsStayPrivate(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 2)
 	td := newTestDriver(t, rt, "", nil)
@@ -254,6 +257,7 @@ func TestSecretsStayPrivate(t *testing.T) {
 // TestRestartAfterCrash kills the gateway with SIGKILL; the supervisor
 // starts it again and it serves the same revision.
 func TestRestartAfterCrash(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	td := newTestDriver(t, rt, "", nil)
@@ -289,6 +293,7 @@ func TestRestartAfterCrash(t *testing.T) {
 // process), supervises it by polling (a crash restarts it), and a gateway
 // that died while occ was down is started again.
 func TestRecoverReattach(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	dataDir := newDataDir(t)
@@ -359,6 +364,7 @@ func TestRecoverReattach(t *testing.T) {
 // stale calls cannot roll back, a refused configuration disturbs nothing,
 // DeleteAgent removes everything.
 func TestStopRetireAndReplace(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	td := newTestDriver(t, rt, "", nil)
@@ -475,6 +481,7 @@ func TestStopRetireAndReplace(t *testing.T) {
 // TestFailedDeploymentFallsBack: a new revision whose gateway refuses its
 // configuration fails permanently, and the serving revision runs again.
 func TestFailedDeploymentFallsBack(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	td := newTestDriver(t, rt, "", nil)
@@ -494,6 +501,7 @@ func TestFailedDeploymentFallsBack(t *testing.T) {
 // after a crash, nor a new revision with the completed setup, nor one
 // without a setup record may start the gateway over that workspace.
 func TestVerifierBlocksStart(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	td := newTestDriver(t, rt, "", nil)

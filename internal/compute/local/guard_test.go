@@ -29,6 +29,7 @@ const (
 // A child test binary starts one through the driver and is killed with
 // SIGKILL.
 func TestGatewaysDieWithTheTestBinary(t *testing.T) {
+	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	dir, pids := gwtest.RunKilledChild(t, []string{

@@ -30,12 +30,18 @@ const maxGateways = 2
 
 var gatewaySlots = make(chan struct{}, maxGateways)
 
+// slotTaker makes a multi-slot acquisition atomic: two parallel tests
+// that each need two slots could otherwise hold one each and wait forever.
+var slotTaker sync.Mutex
+
 // acquireGateways takes n slots until the test ends.
 func acquireGateways(t testing.TB, n int) {
 	t.Helper()
+	slotTaker.Lock()
 	for range n {
 		gatewaySlots <- struct{}{}
 	}
+	slotTaker.Unlock()
 	t.Cleanup(func() {
 		for range n {
 			<-gatewaySlots
