@@ -25,7 +25,7 @@ func SystemSubject(name string) *Subject {
 // systemMethods is the smallest set of Store methods each system subject
 // needs. A system subject calling anything else is refused.
 var systemMethods = map[string]map[string]bool{
-	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUser", "GetUserByEmail",
+	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUserByEmail",
 		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
@@ -178,10 +178,19 @@ func (w *Store) admin(ctx context.Context, method string) error {
 
 // InTx runs fn in a transaction of the inner store, with fn's store wrapped
 // in the same checks.
+//
+// Access memoized inside a transaction that changed grants may hold rows
+// that were rolled back (or committed differently), so when fn forgot the
+// memo it is forgotten again once the transaction is over.
 func (w *Store) InTx(ctx context.Context, fn func(tx store.Store) error) error {
-	return w.inner.InTx(ctx, func(tx store.Store) error {
+	gen := generation(ctx)
+	err := w.inner.InTx(ctx, func(tx store.Store) error {
 		return fn(&Store{inner: tx, onDeny: w.onDeny})
 	})
+	if generation(ctx) != gen {
+		forget(ctx)
+	}
+	return err
 }
 
 func (w *Store) Close() error { return w.inner.Close() }
@@ -370,6 +379,7 @@ func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
 	if err := w.gate(ctx, "DeleteServicePrincipal", store.ActionDelete, spResource(sp)); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteServicePrincipal(ctx, id)
 }
 
@@ -406,6 +416,7 @@ func (w *Store) CreateRole(ctx context.Context, r store.Role) error {
 	if err := w.adminOrSystem(ctx, "CreateRole"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.CreateRole(ctx, r)
 }
 
@@ -436,6 +447,7 @@ func (w *Store) DeleteRole(ctx context.Context, id string) error {
 	if err := w.admin(ctx, "DeleteRole"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteRole(ctx, id)
 }
 
@@ -443,6 +455,7 @@ func (w *Store) CreateAccessBinding(ctx context.Context, b store.AccessBinding) 
 	if err := w.adminOrSystem(ctx, "CreateAccessBinding"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.CreateAccessBinding(ctx, b)
 }
 
@@ -464,6 +477,7 @@ func (w *Store) DeleteAccessBinding(ctx context.Context, id string) error {
 	if err := w.admin(ctx, "DeleteAccessBinding"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteAccessBinding(ctx, id)
 }
 
@@ -471,6 +485,7 @@ func (w *Store) CreateRestriction(ctx context.Context, r store.Restriction) erro
 	if err := w.admin(ctx, "CreateRestriction"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.CreateRestriction(ctx, r)
 }
 
@@ -492,6 +507,7 @@ func (w *Store) DeleteRestriction(ctx context.Context, id string) error {
 	if err := w.admin(ctx, "DeleteRestriction"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteRestriction(ctx, id)
 }
 
@@ -560,6 +576,8 @@ func (w *Store) DeleteNamespace(ctx context.Context, id string) error {
 	if err := w.gate(ctx, "DeleteNamespace", store.ActionDelete, NamespaceResource(id)); err != nil {
 		return err
 	}
+	// Bindings and restrictions scoped to it go with it.
+	defer forget(ctx)
 	return w.inner.DeleteNamespace(ctx, id)
 }
 

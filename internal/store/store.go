@@ -41,6 +41,8 @@ type Store interface {
 	GetUser(ctx context.Context, id string) (User, error)
 	GetUserByEmail(ctx context.Context, email string) (User, error)
 	CreateSession(ctx context.Context, s Session) error
+	// GetSession is NotFound also when the session's user no longer
+	// exists, so the session alone authenticates its user.
 	GetSession(ctx context.Context, tokenHash []byte) (Session, error)
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)

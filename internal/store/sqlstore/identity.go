@@ -96,7 +96,11 @@ func (s *Store) CreateSession(ctx context.Context, se store.Session) error {
 // GetSession returns the session even when it has expired: judging expiry
 // is the caller's (it owns the clock).
 func (s *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session, error) {
-	se, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = ?`, tokenHash))
+	// The user is checked in the same query (the foreign key already
+	// deletes a user's sessions with it; this keeps a session without its
+	// user unusable even so), so authenticating a request is one read.
+	se, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE token_hash = ? AND EXISTS (SELECT 1 FROM users WHERE users.id = sessions.user_id)`, tokenHash))
 	return se, s.getErr("get session", "session", err)
 }
 
