@@ -160,6 +160,17 @@ func filter[T any](ctx context.Context, w *Store, method string, items []T, res 
 	return out, nil
 }
 
+// filterPage is filter for one page: it keeps the store's Next, so the
+// page may be short (even empty) with more to come.
+func filterPage[T any](ctx context.Context, w *Store, method string, page store.Page[T], res func(T) Resource) (store.Page[T], error) {
+	items, err := filter(ctx, w, method, page.Items, res)
+	if err != nil {
+		return store.Page[T]{}, err
+	}
+	page.Items = items
+	return page, nil
+}
+
 // authenticated requires any subject; system subjects need the method.
 func (w *Store) authenticated(ctx context.Context, method string) error {
 	s := SubjectFrom(ctx)
@@ -357,15 +368,15 @@ func (w *Store) GetServicePrincipal(ctx context.Context, id string) (store.Servi
 	return sp, nil
 }
 
-func (w *Store) ListServicePrincipals(ctx context.Context) ([]store.ServicePrincipal, error) {
+func (w *Store) ListServicePrincipals(ctx context.Context, p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
 	if err := w.authenticated(ctx, "ListServicePrincipals"); err != nil {
-		return nil, err
+		return store.Page[store.ServicePrincipal]{}, err
 	}
-	all, err := w.inner.ListServicePrincipals(ctx)
+	page, err := w.inner.ListServicePrincipals(ctx, p)
 	if err != nil {
-		return nil, err
+		return store.Page[store.ServicePrincipal]{}, err
 	}
-	return filter(ctx, w, "ListServicePrincipals", all, spResource)
+	return filterPage(ctx, w, "ListServicePrincipals", page, spResource)
 }
 
 func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
@@ -436,11 +447,11 @@ func (w *Store) GetRole(ctx context.Context, id string) (store.Role, error) {
 	return w.inner.GetRole(ctx, id)
 }
 
-func (w *Store) ListRoles(ctx context.Context) ([]store.Role, error) {
+func (w *Store) ListRoles(ctx context.Context, p store.PageRequest) (store.Page[store.Role], error) {
 	if err := w.admin(ctx, "ListRoles"); err != nil {
-		return nil, err
+		return store.Page[store.Role]{}, err
 	}
-	return w.inner.ListRoles(ctx)
+	return w.inner.ListRoles(ctx, p)
 }
 
 func (w *Store) DeleteRole(ctx context.Context, id string) error {
@@ -466,11 +477,11 @@ func (w *Store) GetAccessBinding(ctx context.Context, id string) (store.AccessBi
 	return w.inner.GetAccessBinding(ctx, id)
 }
 
-func (w *Store) ListAccessBindings(ctx context.Context) ([]store.AccessBinding, error) {
+func (w *Store) ListAccessBindings(ctx context.Context, p store.PageRequest) (store.Page[store.AccessBinding], error) {
 	if err := w.admin(ctx, "ListAccessBindings"); err != nil {
-		return nil, err
+		return store.Page[store.AccessBinding]{}, err
 	}
-	return w.inner.ListAccessBindings(ctx)
+	return w.inner.ListAccessBindings(ctx, p)
 }
 
 func (w *Store) DeleteAccessBinding(ctx context.Context, id string) error {
@@ -496,11 +507,11 @@ func (w *Store) GetRestriction(ctx context.Context, id string) (store.Restrictio
 	return w.inner.GetRestriction(ctx, id)
 }
 
-func (w *Store) ListRestrictions(ctx context.Context) ([]store.Restriction, error) {
+func (w *Store) ListRestrictions(ctx context.Context, p store.PageRequest) (store.Page[store.Restriction], error) {
 	if err := w.admin(ctx, "ListRestrictions"); err != nil {
-		return nil, err
+		return store.Page[store.Restriction]{}, err
 	}
-	return w.inner.ListRestrictions(ctx)
+	return w.inner.ListRestrictions(ctx, p)
 }
 
 func (w *Store) DeleteRestriction(ctx context.Context, id string) error {

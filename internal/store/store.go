@@ -67,7 +67,8 @@ type Store interface {
 	// its keys, bindings and restrictions.
 	CreateServicePrincipal(ctx context.Context, sp ServicePrincipal) error
 	GetServicePrincipal(ctx context.Context, id string) (ServicePrincipal, error)
-	ListServicePrincipals(ctx context.Context) ([]ServicePrincipal, error)
+	// ListServicePrincipals returns one page of principals, oldest first.
+	ListServicePrincipals(ctx context.Context, page PageRequest) (Page[ServicePrincipal], error)
 	DeleteServicePrincipal(ctx context.Context, id string) error
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
@@ -79,15 +80,17 @@ type Store interface {
 	// for built-in roles.
 	CreateRole(ctx context.Context, r Role) error
 	GetRole(ctx context.Context, id string) (Role, error)
-	ListRoles(ctx context.Context) ([]Role, error)
+	// ListRoles, ListAccessBindings and ListRestrictions return one page,
+	// oldest first.
+	ListRoles(ctx context.Context, page PageRequest) (Page[Role], error)
 	DeleteRole(ctx context.Context, id string) error
 	CreateAccessBinding(ctx context.Context, b AccessBinding) error
 	GetAccessBinding(ctx context.Context, id string) (AccessBinding, error)
-	ListAccessBindings(ctx context.Context) ([]AccessBinding, error)
+	ListAccessBindings(ctx context.Context, page PageRequest) (Page[AccessBinding], error)
 	DeleteAccessBinding(ctx context.Context, id string) error
 	CreateRestriction(ctx context.Context, r Restriction) error
 	GetRestriction(ctx context.Context, id string) (Restriction, error)
-	ListRestrictions(ctx context.Context) ([]Restriction, error)
+	ListRestrictions(ctx context.Context, page PageRequest) (Page[Restriction], error)
 	DeleteRestriction(ctx context.Context, id string) error
 	// ListGrants returns the subject's bindings, each with its role's
 	// permissions; ListSubjectRestrictions the restrictions naming it.
@@ -153,7 +156,9 @@ type Store interface {
 	// the Agent (1, 2, ...) and returns the stored revision.
 	CreateRevision(ctx context.Context, r Revision) (Revision, error)
 	GetRevision(ctx context.Context, namespaceID, agentID, id string) (Revision, error)
-	ListRevisions(ctx context.Context, namespaceID, agentID string) ([]Revision, error)
+	// ListRevisions returns one page of the Agent's revisions by number,
+	// oldest first.
+	ListRevisions(ctx context.Context, namespaceID, agentID string, page PageRequest) (Page[Revision], error)
 
 	// Work queue. EnqueueWork is idempotent on IdempotencyKey: enqueueing
 	// an existing key returns the existing item unchanged.

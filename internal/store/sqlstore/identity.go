@@ -212,9 +212,12 @@ func (s *Store) GetServicePrincipal(ctx context.Context, id string) (store.Servi
 }
 
 // ListServicePrincipals returns every principal, oldest first.
-func (s *Store) ListServicePrincipals(ctx context.Context) ([]store.ServicePrincipal, error) {
-	return list(ctx, s, "list service principals", scanServicePrincipal,
-		`SELECT `+servicePrincipalColumns+` FROM service_principals ORDER BY created_at, id`)
+func (s *Store) ListServicePrincipals(ctx context.Context, p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
+	return listPage(ctx, s, "list service principals", scanServicePrincipal,
+		func(sp store.ServicePrincipal) store.PageCursor {
+			return store.PageCursor{CreatedAt: sp.CreatedAt, ID: sp.ID}
+		},
+		`SELECT `+servicePrincipalColumns+` FROM service_principals`, "WHERE", p)
 }
 
 // DeleteServicePrincipal deletes the principal, its bindings and restrictions
