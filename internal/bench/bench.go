@@ -68,6 +68,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		var dbURL string
 		dir := work + "/" + engine
 		switch engine {
+		case "": // -engines '': none (the RSS, files and worker rows only)
+			continue
 		case sqlstore.EngineSQLite:
 		case sqlstore.EnginePostgres:
 			if o.PostgresURL == "" {
