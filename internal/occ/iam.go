@@ -197,7 +197,9 @@ func (s *Service) CreateAccessBinding(ctx context.Context, in BindingInput) (sto
 }
 
 func (s *Service) ListAccessBindings(ctx context.Context, q PageQuery) (Page[store.AccessBinding], error) {
-	return paged(q, func(p store.PageRequest) (store.Page[store.AccessBinding], error) { return s.store.ListAccessBindings(ctx, p) })
+	return paged(q, func(p store.PageRequest) (store.Page[store.AccessBinding], error) {
+		return s.store.ListAccessBindings(ctx, p)
+	})
 }
 
 func (s *Service) DeleteAccessBinding(ctx context.Context, id string) error {
@@ -256,7 +258,9 @@ func (s *Service) CreateRestriction(ctx context.Context, in RestrictionInput) (s
 }
 
 func (s *Service) ListRestrictions(ctx context.Context, q PageQuery) (Page[store.Restriction], error) {
-	return paged(q, func(p store.PageRequest) (store.Page[store.Restriction], error) { return s.store.ListRestrictions(ctx, p) })
+	return paged(q, func(p store.PageRequest) (store.Page[store.Restriction], error) {
+		return s.store.ListRestrictions(ctx, p)
+	})
 }
 
 func (s *Service) DeleteRestriction(ctx context.Context, id string) error {

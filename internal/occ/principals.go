@@ -79,7 +79,9 @@ func (s *Service) GetServicePrincipal(ctx context.Context, id string) (store.Ser
 }
 
 func (s *Service) ListServicePrincipals(ctx context.Context, q PageQuery) (Page[store.ServicePrincipal], error) {
-	return paged(q, func(p store.PageRequest) (store.Page[store.ServicePrincipal], error) { return s.store.ListServicePrincipals(ctx, p) })
+	return paged(q, func(p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
+		return s.store.ListServicePrincipals(ctx, p)
+	})
 }
 
 // DeleteServicePrincipal removes a principal with its keys, bindings and
