@@ -83,7 +83,7 @@ func (s *Store) ListRevisions(ctx context.Context, namespaceID, agentID string, 
 	}
 	q += ` ORDER BY revision_number LIMIT ?`
 	args = append(args, p.Limit+1)
-	items, err := list(ctx, s, "list revisions", scanRevision, q, args...)
+	items, err := listCap(ctx, s, "list revisions", scanRevision, p.Limit+1, q, args...)
 	if err != nil {
 		return store.Page[store.Revision]{}, err
 	}
