@@ -81,6 +81,7 @@ fuzz:
 # Operations per measured row of `make bench`, and per side of the workspace files rows.
 BENCH_OPS ?= 2000
 BENCH_FILES_OPS ?= 200
+BENCH_WORKER_OPS ?= 200
 
 ## bench: print the performance table of docs/performance.md (internal/bench/cmd): the API at
 ## 10,000 Agents and 1,000 Namespaces on SQLite and PostgreSQL, occ server RSS, and workspace files
@@ -88,7 +89,7 @@ BENCH_FILES_OPS ?= 200
 bench: build runtime
 	OCC_TEST_POSTGRES_URL="$${OCC_TEST_POSTGRES_URL:-$$(bash scripts/testenv/postgres.sh start | tail -n 1)}" \
 	OCC_OPENCLAW_RUNTIME="$${OCC_OPENCLAW_RUNTIME:-$$(bash scripts/install-runtime.sh 2>/dev/null | tail -n 1)}" \
-	$(GO) run ./internal/bench/cmd -ops $(BENCH_OPS) -occ bin/occ -files $(BENCH_FILES_OPS)
+	$(GO) run ./internal/bench/cmd -ops $(BENCH_OPS) -occ bin/occ -files $(BENCH_FILES_OPS) -worker $(BENCH_WORKER_OPS)
 
 ## clean: remove build and coverage output (not ./.occ: that is your data)
 clean:

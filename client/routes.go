@@ -197,9 +197,16 @@ func (c *Client) StopAgent(ctx context.Context, ns, agentID string) (apitypes.Ag
 	return call[apitypes.Agent](ctx, c, request{method: http.MethodPost, path: p("/namespaces/%s/agents/%s/stop", ns, agentID)})
 }
 
-// ListRevisions calls GET /namespaces/{ns}/agents/{agentId}/revisions.
+// ListRevisions calls GET /namespaces/{ns}/agents/{agentId}/revisions and
+// follows nextCursor to the last page, returning every revision by number.
 func (c *Client) ListRevisions(ctx context.Context, ns, agentID string) ([]apitypes.Revision, error) {
-	return items[apitypes.Revision](ctx, c, p("/namespaces/%s/agents/%s/revisions", ns, agentID))
+	return allPages[apitypes.Revision](ctx, c, p("/namespaces/%s/agents/%s/revisions", ns, agentID))
+}
+
+// ListRevisionsPage calls GET /namespaces/{ns}/agents/{agentId}/revisions
+// for one page.
+func (c *Client) ListRevisionsPage(ctx context.Context, ns, agentID string, q apitypes.ListQuery) (apitypes.List[apitypes.Revision], error) {
+	return onePage[apitypes.Revision](ctx, c, p("/namespaces/%s/agents/%s/revisions", ns, agentID), q)
 }
 
 // GetDeployment calls GET
@@ -299,9 +306,15 @@ func (c *Client) CreateUser(ctx context.Context, in apitypes.CreateUserRequest) 
 	return call[apitypes.User](ctx, c, request{method: http.MethodPost, path: "/iam/users", body: in})
 }
 
-// ListServicePrincipals calls GET /iam/service-principals.
+// ListServicePrincipals calls GET /iam/service-principals and follows nextCursor to the last
+// page, returning every service principal the caller may read.
 func (c *Client) ListServicePrincipals(ctx context.Context) ([]apitypes.ServicePrincipal, error) {
-	return items[apitypes.ServicePrincipal](ctx, c, "/iam/service-principals")
+	return allPages[apitypes.ServicePrincipal](ctx, c, "/iam/service-principals")
+}
+
+// ListServicePrincipalsPage calls GET /iam/service-principals for one page.
+func (c *Client) ListServicePrincipalsPage(ctx context.Context, q apitypes.ListQuery) (apitypes.List[apitypes.ServicePrincipal], error) {
+	return onePage[apitypes.ServicePrincipal](ctx, c, "/iam/service-principals", q)
 }
 
 // CreateServicePrincipal calls POST /iam/service-principals.
@@ -319,9 +332,15 @@ func (c *Client) DeleteServicePrincipal(ctx context.Context, id string) (apitype
 	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/service-principals/%s", id)})
 }
 
-// ListRoles calls GET /iam/roles.
+// ListRoles calls GET /iam/roles and follows nextCursor to the last
+// page, returning every role the caller may read.
 func (c *Client) ListRoles(ctx context.Context) ([]apitypes.Role, error) {
-	return items[apitypes.Role](ctx, c, "/iam/roles")
+	return allPages[apitypes.Role](ctx, c, "/iam/roles")
+}
+
+// ListRolesPage calls GET /iam/roles for one page.
+func (c *Client) ListRolesPage(ctx context.Context, q apitypes.ListQuery) (apitypes.List[apitypes.Role], error) {
+	return onePage[apitypes.Role](ctx, c, "/iam/roles", q)
 }
 
 // CreateRole calls POST /iam/roles.
@@ -339,9 +358,15 @@ func (c *Client) DeleteRole(ctx context.Context, id string) (apitypes.Deleted, e
 	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/roles/%s", id)})
 }
 
-// ListAccessBindings calls GET /iam/access-bindings.
+// ListAccessBindings calls GET /iam/access-bindings and follows nextCursor to the last
+// page, returning every access binding the caller may read.
 func (c *Client) ListAccessBindings(ctx context.Context) ([]apitypes.AccessBinding, error) {
-	return items[apitypes.AccessBinding](ctx, c, "/iam/access-bindings")
+	return allPages[apitypes.AccessBinding](ctx, c, "/iam/access-bindings")
+}
+
+// ListAccessBindingsPage calls GET /iam/access-bindings for one page.
+func (c *Client) ListAccessBindingsPage(ctx context.Context, q apitypes.ListQuery) (apitypes.List[apitypes.AccessBinding], error) {
+	return onePage[apitypes.AccessBinding](ctx, c, "/iam/access-bindings", q)
 }
 
 // CreateAccessBinding calls POST /iam/access-bindings.
@@ -354,9 +379,15 @@ func (c *Client) DeleteAccessBinding(ctx context.Context, id string) (apitypes.D
 	return call[apitypes.Deleted](ctx, c, request{method: http.MethodDelete, path: p("/iam/access-bindings/%s", id)})
 }
 
-// ListRestrictions calls GET /iam/restrictions.
+// ListRestrictions calls GET /iam/restrictions and follows nextCursor to the last
+// page, returning every restriction the caller may read.
 func (c *Client) ListRestrictions(ctx context.Context) ([]apitypes.Restriction, error) {
-	return items[apitypes.Restriction](ctx, c, "/iam/restrictions")
+	return allPages[apitypes.Restriction](ctx, c, "/iam/restrictions")
+}
+
+// ListRestrictionsPage calls GET /iam/restrictions for one page.
+func (c *Client) ListRestrictionsPage(ctx context.Context, q apitypes.ListQuery) (apitypes.List[apitypes.Restriction], error) {
+	return onePage[apitypes.Restriction](ctx, c, "/iam/restrictions", q)
 }
 
 // CreateRestriction calls POST /iam/restrictions.

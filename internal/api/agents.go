@@ -106,11 +106,15 @@ func (a *API) GetDeployment(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) ListRevisions(w http.ResponseWriter, r *http.Request) {
 	p, ok := pathIDs(w, r, "ns", ids.Namespace, "agentId", ids.Agent)
-	if !ok || !bodyless(w, r) {
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListRevisions(r.Context(), p[0], p[1])
-	respond(w, r, http.StatusOK, list(v, toRevision), err)
+	q, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	v, err := a.svc.ListRevisions(r.Context(), p[0], p[1], q)
+	respond(w, r, http.StatusOK, pageOf(v, toRevision), err)
 }
 
 // WorkspaceDefaults serves the four default persona files of the pinned

@@ -30,11 +30,12 @@ func (a *API) CreateServicePrincipal(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) ListServicePrincipals(w http.ResponseWriter, r *http.Request) {
-	if !bodyless(w, r) {
+	q, ok := pageQuery(w, r)
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListServicePrincipals(r.Context())
-	respond(w, r, http.StatusOK, list(v, toServicePrincipal), err)
+	v, err := a.svc.ListServicePrincipals(r.Context(), q)
+	respond(w, r, http.StatusOK, pageOf(v, toServicePrincipal), err)
 }
 
 func (a *API) GetServicePrincipal(w http.ResponseWriter, r *http.Request) {
@@ -68,11 +69,12 @@ func (a *API) CreateRole(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) ListRoles(w http.ResponseWriter, r *http.Request) {
-	if !bodyless(w, r) {
+	q, ok := pageQuery(w, r)
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListRoles(r.Context())
-	respond(w, r, http.StatusOK, list(v, toRole), err)
+	v, err := a.svc.ListRoles(r.Context(), q)
+	respond(w, r, http.StatusOK, pageOf(v, toRole), err)
 }
 
 func (a *API) GetRole(w http.ResponseWriter, r *http.Request) {
@@ -108,11 +110,12 @@ func (a *API) CreateAccessBinding(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) ListAccessBindings(w http.ResponseWriter, r *http.Request) {
-	if !bodyless(w, r) {
+	q, ok := pageQuery(w, r)
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListAccessBindings(r.Context())
-	respond(w, r, http.StatusOK, list(v, toAccessBinding), err)
+	v, err := a.svc.ListAccessBindings(r.Context(), q)
+	respond(w, r, http.StatusOK, pageOf(v, toAccessBinding), err)
 }
 
 func (a *API) DeleteAccessBinding(w http.ResponseWriter, r *http.Request) {
@@ -138,11 +141,12 @@ func (a *API) CreateRestriction(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) ListRestrictions(w http.ResponseWriter, r *http.Request) {
-	if !bodyless(w, r) {
+	q, ok := pageQuery(w, r)
+	if !ok {
 		return
 	}
-	v, err := a.svc.ListRestrictions(r.Context())
-	respond(w, r, http.StatusOK, list(v, toRestriction), err)
+	v, err := a.svc.ListRestrictions(r.Context(), q)
+	respond(w, r, http.StatusOK, pageOf(v, toRestriction), err)
 }
 
 func (a *API) DeleteRestriction(w http.ResponseWriter, r *http.Request) {

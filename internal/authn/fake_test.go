@@ -98,6 +98,10 @@ func (f *fakeStore) GetSession(ctx context.Context, tokenHash []byte) (store.Ses
 	if !ok {
 		return store.Session{}, notFound()
 	}
+	// As the store: a session whose user is gone is not found.
+	if _, ok := f.users[s.UserID]; !ok {
+		return store.Session{}, notFound()
+	}
 	return s, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -134,7 +135,12 @@ func acquireHashSlot(ctx context.Context) (release func(), err error) {
 				break
 			}
 		}
-		return func() { l.inFlight.Add(-1); <-l.slots }
+		return func() {
+			if l.inFlight.Add(-1) == 0 {
+				scheduleRelease()
+			}
+			<-l.slots
+		}
 	}
 	select {
 	case l.slots <- struct{}{}:
@@ -151,6 +157,36 @@ func acquireHashSlot(ctx context.Context) (release func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// releaseDelay is how long hashing must have stopped before its memory
+// is handed back: a burst of sign-ins returns it once, at its end.
+const releaseDelay = 250 * time.Millisecond
+
+// releasePending is set while a release is scheduled, so a burst
+// schedules one at a time.
+var releasePending atomic.Bool
+
+// scheduleRelease returns the argon2 memory to the operating system once
+// no hash has run for releaseDelay. Each hash allocates a 64 MiB buffer
+// that x/crypto/argon2 does not let a caller reuse (so a sync.Pool cannot
+// hold it); after a burst the heap held several of them as garbage, and an
+// idle server allocates too little to trigger the collection that would
+// free them, so a burst of 100 sign-ins left the server at 326 MB for good
+// (docs/performance.md). debug.FreeOSMemory collects and returns the
+// pages at once; it costs one collection of the (small) live heap.
+func scheduleRelease() {
+	if !releasePending.CompareAndSwap(false, true) {
+		return
+	}
+	time.AfterFunc(releaseDelay, func() {
+		releasePending.Store(false)
+		if hashing.Load().inFlight.Load() != 0 {
+			// Still hashing: the run that ends last schedules again.
+			return
+		}
+		debug.FreeOSMemory()
+	})
 }
 
 var b64 = base64.RawStdEncoding.Strict()

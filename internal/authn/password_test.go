@@ -2,8 +2,10 @@ package authn
 
 import (
 	"regexp"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/argon2"
@@ -224,5 +226,27 @@ func BenchmarkVerifyPassword(b *testing.B) {
 		if ok, err := VerifyPassword(h, "correct horse battery staple"); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
+	}
+}
+
+// TestHashingReturnsMemoryWhenIdle: once no hash runs, the argon2 memory
+// is handed back with a forced collection (debug.FreeOSMemory), which the
+// runtime counts in /gc/cycles/forced:gc-cycles. Bounded: 10 s.
+func TestHashingReturnsMemoryWhenIdle(t *testing.T) {
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := forced()
+	if _, err := HashPassword("correct-horse-battery-staple-42"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for forced() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no forced collection within 10 s of the last hash ending")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

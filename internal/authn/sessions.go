@@ -21,8 +21,8 @@ import (
 
 // SystemSubjectID names the subject under which this package's own store
 // calls run. The authz store wrapper allows it exactly GetAPIKey,
-// GetServicePrincipal, GetSession, GetUser, GetUserByEmail, CreateSession
-// and DeleteSession.
+// GetServicePrincipal, GetSession, GetUserByEmail, CreateSession,
+// DeleteSession, DeleteExpiredSessions, TouchSession and TouchAPIKey.
 const SystemSubjectID = "system:authn"
 
 // systemContext returns ctx carrying the authn system subject. Credentials

@@ -48,13 +48,36 @@ type access struct {
 	restrictions []store.Restriction
 }
 
-// load reads the subject's grants and restrictions straight from the
-// unwrapped store: the authorizer is the layer below the check.
+// load returns the subject's grants and restrictions: memoized in ctx
+// (see accessMemo) when a check of this request already read them,
+// otherwise read straight from the unwrapped store (the authorizer is the
+// layer below the check) and memoized. A failed read is not memoized.
 func load(ctx context.Context, inner store.Store, s *Subject) (*access, error) {
-	a := &access{subject: s}
 	if s.Kind == KindSystem {
-		return a, nil
+		return &access{subject: s}, nil
 	}
+	m := memoFrom(ctx)
+	if m == nil {
+		return read(ctx, inner, s)
+	}
+	// Held across the read: concurrent checks of one request wait for the
+	// first read instead of repeating it.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.acc != nil && m.acc.subject == s {
+		return m.acc, nil
+	}
+	a, err := read(ctx, inner, s)
+	if err != nil {
+		return nil, err
+	}
+	m.acc = a
+	return a, nil
+}
+
+// read loads s's grants and restrictions from inner.
+func read(ctx context.Context, inner store.Store, s *Subject) (*access, error) {
+	a := &access{subject: s}
 	var err error
 	if a.grants, err = inner.ListGrants(ctx, s.ID); err != nil {
 		return nil, fmt.Errorf("authz: load grants: %w", err)

@@ -25,7 +25,7 @@ func SystemSubject(name string) *Subject {
 // systemMethods is the smallest set of Store methods each system subject
 // needs. A system subject calling anything else is refused.
 var systemMethods = map[string]map[string]bool{
-	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUser", "GetUserByEmail",
+	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUserByEmail",
 		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
@@ -160,6 +160,17 @@ func filter[T any](ctx context.Context, w *Store, method string, items []T, res 
 	return out, nil
 }
 
+// filterPage is filter for one page: it keeps the store's Next, so the
+// page may be short (even empty) with more to come.
+func filterPage[T any](ctx context.Context, w *Store, method string, page store.Page[T], res func(T) Resource) (store.Page[T], error) {
+	items, err := filter(ctx, w, method, page.Items, res)
+	if err != nil {
+		return store.Page[T]{}, err
+	}
+	page.Items = items
+	return page, nil
+}
+
 // authenticated requires any subject; system subjects need the method.
 func (w *Store) authenticated(ctx context.Context, method string) error {
 	s := SubjectFrom(ctx)
@@ -178,10 +189,19 @@ func (w *Store) admin(ctx context.Context, method string) error {
 
 // InTx runs fn in a transaction of the inner store, with fn's store wrapped
 // in the same checks.
+//
+// Access memoized inside a transaction that changed grants may hold rows
+// that were rolled back (or committed differently), so when fn forgot the
+// memo it is forgotten again once the transaction is over.
 func (w *Store) InTx(ctx context.Context, fn func(tx store.Store) error) error {
-	return w.inner.InTx(ctx, func(tx store.Store) error {
+	gen := generation(ctx)
+	err := w.inner.InTx(ctx, func(tx store.Store) error {
 		return fn(&Store{inner: tx, onDeny: w.onDeny})
 	})
+	if generation(ctx) != gen {
+		forget(ctx)
+	}
+	return err
 }
 
 func (w *Store) Close() error { return w.inner.Close() }
@@ -348,15 +368,15 @@ func (w *Store) GetServicePrincipal(ctx context.Context, id string) (store.Servi
 	return sp, nil
 }
 
-func (w *Store) ListServicePrincipals(ctx context.Context) ([]store.ServicePrincipal, error) {
+func (w *Store) ListServicePrincipals(ctx context.Context, p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
 	if err := w.authenticated(ctx, "ListServicePrincipals"); err != nil {
-		return nil, err
+		return store.Page[store.ServicePrincipal]{}, err
 	}
-	all, err := w.inner.ListServicePrincipals(ctx)
+	page, err := w.inner.ListServicePrincipals(ctx, p)
 	if err != nil {
-		return nil, err
+		return store.Page[store.ServicePrincipal]{}, err
 	}
-	return filter(ctx, w, "ListServicePrincipals", all, spResource)
+	return filterPage(ctx, w, "ListServicePrincipals", page, spResource)
 }
 
 func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
@@ -370,6 +390,7 @@ func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
 	if err := w.gate(ctx, "DeleteServicePrincipal", store.ActionDelete, spResource(sp)); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteServicePrincipal(ctx, id)
 }
 
@@ -406,6 +427,7 @@ func (w *Store) CreateRole(ctx context.Context, r store.Role) error {
 	if err := w.adminOrSystem(ctx, "CreateRole"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.CreateRole(ctx, r)
 }
 
@@ -425,17 +447,18 @@ func (w *Store) GetRole(ctx context.Context, id string) (store.Role, error) {
 	return w.inner.GetRole(ctx, id)
 }
 
-func (w *Store) ListRoles(ctx context.Context) ([]store.Role, error) {
+func (w *Store) ListRoles(ctx context.Context, p store.PageRequest) (store.Page[store.Role], error) {
 	if err := w.admin(ctx, "ListRoles"); err != nil {
-		return nil, err
+		return store.Page[store.Role]{}, err
 	}
-	return w.inner.ListRoles(ctx)
+	return w.inner.ListRoles(ctx, p)
 }
 
 func (w *Store) DeleteRole(ctx context.Context, id string) error {
 	if err := w.admin(ctx, "DeleteRole"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteRole(ctx, id)
 }
 
@@ -443,6 +466,7 @@ func (w *Store) CreateAccessBinding(ctx context.Context, b store.AccessBinding) 
 	if err := w.adminOrSystem(ctx, "CreateAccessBinding"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.CreateAccessBinding(ctx, b)
 }
 
@@ -453,17 +477,18 @@ func (w *Store) GetAccessBinding(ctx context.Context, id string) (store.AccessBi
 	return w.inner.GetAccessBinding(ctx, id)
 }
 
-func (w *Store) ListAccessBindings(ctx context.Context) ([]store.AccessBinding, error) {
+func (w *Store) ListAccessBindings(ctx context.Context, p store.PageRequest) (store.Page[store.AccessBinding], error) {
 	if err := w.admin(ctx, "ListAccessBindings"); err != nil {
-		return nil, err
+		return store.Page[store.AccessBinding]{}, err
 	}
-	return w.inner.ListAccessBindings(ctx)
+	return w.inner.ListAccessBindings(ctx, p)
 }
 
 func (w *Store) DeleteAccessBinding(ctx context.Context, id string) error {
 	if err := w.admin(ctx, "DeleteAccessBinding"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteAccessBinding(ctx, id)
 }
 
@@ -471,6 +496,7 @@ func (w *Store) CreateRestriction(ctx context.Context, r store.Restriction) erro
 	if err := w.admin(ctx, "CreateRestriction"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.CreateRestriction(ctx, r)
 }
 
@@ -481,17 +507,18 @@ func (w *Store) GetRestriction(ctx context.Context, id string) (store.Restrictio
 	return w.inner.GetRestriction(ctx, id)
 }
 
-func (w *Store) ListRestrictions(ctx context.Context) ([]store.Restriction, error) {
+func (w *Store) ListRestrictions(ctx context.Context, p store.PageRequest) (store.Page[store.Restriction], error) {
 	if err := w.admin(ctx, "ListRestrictions"); err != nil {
-		return nil, err
+		return store.Page[store.Restriction]{}, err
 	}
-	return w.inner.ListRestrictions(ctx)
+	return w.inner.ListRestrictions(ctx, p)
 }
 
 func (w *Store) DeleteRestriction(ctx context.Context, id string) error {
 	if err := w.admin(ctx, "DeleteRestriction"); err != nil {
 		return err
 	}
+	defer forget(ctx)
 	return w.inner.DeleteRestriction(ctx, id)
 }
 
@@ -560,6 +587,8 @@ func (w *Store) DeleteNamespace(ctx context.Context, id string) error {
 	if err := w.gate(ctx, "DeleteNamespace", store.ActionDelete, NamespaceResource(id)); err != nil {
 		return err
 	}
+	// Bindings and restrictions scoped to it go with it.
+	defer forget(ctx)
 	return w.inner.DeleteNamespace(ctx, id)
 }
 

@@ -70,15 +70,15 @@ func (w *Store) GetRevision(ctx context.Context, namespaceID, agentID, id string
 	return w.inner.GetRevision(ctx, namespaceID, agentID, id)
 }
 
-func (w *Store) ListRevisions(ctx context.Context, namespaceID, agentID string) ([]store.Revision, error) {
+func (w *Store) ListRevisions(ctx context.Context, namespaceID, agentID string, p store.PageRequest) (store.Page[store.Revision], error) {
 	if err := w.authenticated(ctx, "ListRevisions"); err != nil {
-		return nil, err
+		return store.Page[store.Revision]{}, err
 	}
-	all, err := w.inner.ListRevisions(ctx, namespaceID, agentID)
+	page, err := w.inner.ListRevisions(ctx, namespaceID, agentID, p)
 	if err != nil {
-		return nil, err
+		return store.Page[store.Revision]{}, err
 	}
-	return filter(ctx, w, "ListRevisions", all, func(r store.Revision) Resource { return revResource(r.NamespaceID, r.AgentID, r.ID) })
+	return filterPage(ctx, w, "ListRevisions", page, func(r store.Revision) Resource { return revResource(r.NamespaceID, r.AgentID, r.ID) })
 }
 
 // --- work queue ---

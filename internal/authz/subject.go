@@ -1,6 +1,9 @@
 package authz
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Subject kinds.
 const (
@@ -30,13 +33,61 @@ type Subject struct {
 
 type subjectKey struct{}
 
-// WithSubject returns ctx carrying s.
+// subjectValue is what WithSubject puts in a context: the subject and the
+// memo of its grants and restrictions for this context's lifetime (one
+// request, or one background job).
+type subjectValue struct {
+	s    *Subject
+	memo *accessMemo
+}
+
+// accessMemo holds the subject's grants and restrictions once a check has
+// read them, so the several checks of one request read the store once.
+// It lives exactly as long as the context WithSubject made: the next
+// request gets a new one, so a revoked grant applies to it. Writes through
+// this layer that can change grants (roles, bindings, restrictions, and
+// deletions that cascade to them) forget it, and so does the end of a
+// transaction that forgot it (a rolled-back grant must not linger).
+type accessMemo struct {
+	mu  sync.Mutex
+	acc *access
+	gen uint64 // counts forgets, so InTx can tell whether fn forgot
+}
+
+// WithSubject returns ctx carrying s, with an empty memo of its access.
 func WithSubject(ctx context.Context, s *Subject) context.Context {
-	return context.WithValue(ctx, subjectKey{}, s)
+	return context.WithValue(ctx, subjectKey{}, subjectValue{s: s, memo: &accessMemo{}})
 }
 
 // SubjectFrom returns the subject in ctx, or nil for an anonymous caller.
 func SubjectFrom(ctx context.Context) *Subject {
-	s, _ := ctx.Value(subjectKey{}).(*Subject)
-	return s
+	v, _ := ctx.Value(subjectKey{}).(subjectValue)
+	return v.s
+}
+
+// memoFrom returns ctx's access memo, or nil when ctx has no subject.
+func memoFrom(ctx context.Context) *accessMemo {
+	v, _ := ctx.Value(subjectKey{}).(subjectValue)
+	return v.memo
+}
+
+// forget drops ctx's memoized access; the next check reads the store.
+func forget(ctx context.Context) {
+	if m := memoFrom(ctx); m != nil {
+		m.mu.Lock()
+		m.acc = nil
+		m.gen++
+		m.mu.Unlock()
+	}
+}
+
+// generation returns how many times ctx's memo was forgotten.
+func generation(ctx context.Context) uint64 {
+	m := memoFrom(ctx)
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gen
 }

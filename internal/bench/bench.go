@@ -24,6 +24,8 @@ type Options struct {
 	Scale       Scale
 	OccBin      string // for the RSS rows; "" skips them
 	FilesOps    int    // operations per side of the files benchmark; 0 skips it
+	WorkerOps   int    // deployments per engine of the worker benchmark; 0 skips it
+	SignIns     int    // sign-ins of the RSS burst (with OccBin); 0 skips it
 	ModuleDir   string // where `go test` runs the files benchmark
 	CPUProfile  string
 	MemProfile  string
@@ -66,6 +68,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		var dbURL string
 		dir := work + "/" + engine
 		switch engine {
+		case "": // -engines '': none (the RSS, files and worker rows only)
+			continue
 		case sqlstore.EngineSQLite:
 		case sqlstore.EnginePostgres:
 			if o.PostgresURL == "" {
@@ -123,6 +127,13 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		}
 		results = append(results, rs...)
 	}
+	if o.WorkerOps > 0 {
+		rs, err := WorkerBenchmark(ctx, o.ModuleDir, o.WorkerOps)
+		if err != nil {
+			return err
+		}
+		results = append(results, rs...)
+	}
 	if err := PrintTable(w, results); err != nil {
 		return err
 	}
@@ -134,6 +145,18 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		fmt.Fprintln(w)
 		for _, r := range rss {
 			fmt.Fprintf(w, "%-60s RSS %6.1f MB  peak %6.1f MB\n", r.Name, float64(r.RSS)/1e6, float64(r.HWM)/1e6)
+		}
+		if o.SignIns > 0 {
+			b, err := SignInBurstRSS(ctx, o.OccBin, work, o.SignIns)
+			if err != nil {
+				return fmt.Errorf("sign-in burst: %w", err)
+			}
+			under := "not within 10 s"
+			if b.UnderLimitAt >= 0 {
+				under = b.UnderLimitAt.Round(50*time.Millisecond).String() + " after it"
+			}
+			fmt.Fprintf(w, "occ server, burst of %d sign-ins (8 clients, %s, %d failed, %d retried after 503): RSS before %.1f MB, peak %.1f MB, 10 s after %.1f MB; under 100 MB %s\n",
+				b.SignIns, b.Burst.Round(time.Millisecond), b.Failed, b.RetriedBusy, float64(b.Before)/1e6, float64(b.Peak)/1e6, float64(b.After)/1e6, under)
 		}
 	}
 	fmt.Fprintln(w)

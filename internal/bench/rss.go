@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openclaw/occ/internal/store/sqlstore"
@@ -174,4 +177,184 @@ func (p *serverProc) rss(name string) (RSS, error) {
 		}
 	}
 	return r, sc.Err()
+}
+
+// BurstRSS is what SignInBurstRSS reports: RSS before a burst of sign-ins,
+// the highest RSS sampled during it, 10 s after it, and how long after the
+// burst RSS first read under 100 MB (-1: not within the 10 s).
+type BurstRSS struct {
+	SignIns, Failed     int
+	Before, Peak, After int64 // bytes
+	Burst, UnderLimitAt time.Duration
+	RetriedBusy         int
+}
+
+// burstLimit is issue 15's bound on RSS 10 s after a burst of sign-ins.
+const burstLimit = 100e6
+
+// SignInBurstRSS starts `occ server` on a SQLite data directory holding 8
+// users besides the administrator and signs them in n times in all, from
+// 8 concurrent clients, one user each (each sign-in hashes with argon2id,
+// 64 MiB), sampling VmRSS every 50 ms from
+// before the burst until 10 s after it. A sign-in the server answers 503
+// (every hashing slot busy past its wait) is retried after its
+// Retry-After, at most 20 times; the burst is bounded by 5 minutes.
+func SignInBurstRSS(ctx context.Context, occBin, workDir string, n int) (BurstRSS, error) {
+	// One user per client: concurrent attempts on one account count
+	// against its sign-in throttle until they succeed (internal/authn),
+	// so eight clients on one account would be answered 429. The users
+	// are created on a first server, whose hashing garbage goes with it.
+	const clients = 8
+	dir := filepath.Join(workDir, "rss-burst")
+	p, err := startServer(ctx, occBin, dir)
+	if err != nil {
+		return BurstRSS{}, err
+	}
+	err = createBurstUsers(ctx, p.base, clients)
+	p.stop()
+	if err != nil {
+		return BurstRSS{}, err
+	}
+	p, err = startServer(ctx, occBin, dir)
+	if err != nil {
+		return BurstRSS{}, err
+	}
+	defer p.stop()
+	time.Sleep(2 * time.Second)
+	var out BurstRSS
+	before, err := p.rss("before")
+	if err != nil {
+		return out, err
+	}
+	out.SignIns, out.Before, out.Peak = n, before.RSS, before.RSS
+
+	sampleCtx, stopSampling := context.WithCancel(ctx)
+	var mu sync.Mutex
+	type sample struct {
+		at  time.Time
+		rss int64
+	}
+	var samples []sample
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-sampleCtx.Done():
+				return
+			case <-t.C:
+			}
+			if r, err := p.rss(""); err == nil {
+				mu.Lock()
+				samples = append(samples, sample{time.Now(), r.RSS})
+				mu.Unlock()
+			}
+		}
+	}()
+
+	burstCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var next, failed, busy atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for client := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: 60 * time.Second}
+			for burstCtx.Err() == nil && next.Add(1) <= int64(n) {
+				ok := false
+				for range 20 {
+					code, err := signInStatus(burstCtx, c, p.base, burstEmail(client))
+					if err == nil && code == http.StatusServiceUnavailable {
+						busy.Add(1)
+						time.Sleep(time.Second)
+						continue
+					}
+					ok = err == nil && code == http.StatusOK
+					break
+				}
+				if !ok {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	out.Burst = end.Sub(start)
+	out.Failed, out.RetriedBusy = int(failed.Load()), int(busy.Load())
+	select {
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+	}
+	stopSampling()
+	<-sampled
+	after, err := p.rss("after")
+	if err != nil {
+		return out, err
+	}
+	out.After, out.UnderLimitAt = after.RSS, -1
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range samples {
+		out.Peak = max(out.Peak, s.rss)
+		if s.at.After(end) && s.rss < burstLimit && out.UnderLimitAt < 0 {
+			out.UnderLimitAt = s.at.Sub(end)
+		}
+	}
+	return out, nil
+}
+
+// signInStatus signs the bench administrator in once and returns the
+// status code.
+func signInStatus(ctx context.Context, c *http.Client, base, email string) (int, error) {
+	body := fmt.Sprintf(`{"email":%q,"password":%q}`, email, benchPassword)
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/api/auth/sign-in/email", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", base)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, nil
+}
+
+func burstEmail(i int) string { return fmt.Sprintf("burst-%d@bench.example", i) }
+
+// createBurstUsers signs the administrator in and creates n users with the
+// bench password.
+func createBurstUsers(ctx context.Context, base string, n int) error {
+	c := &http.Client{Timeout: 60 * time.Second}
+	ck, err := signIn(ctx, c, base, base)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		body := fmt.Sprintf(`{"email":%q,"password":%q}`, burstEmail(i), benchPassword)
+		req, err := http.NewRequestWithContext(ctx, "POST", base+"/iam/users", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", base)
+		req.AddCookie(ck)
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return fmt.Errorf("create user %d: status %d", i, resp.StatusCode)
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -35,7 +36,11 @@ type Result struct {
 	P50, P99      time.Duration
 	PerSecond     float64
 	BytesPerReply int
-	Note          string
+	// CPUPerOp is this process's user+system CPU time per operation
+	// (server and client both run in it; PostgreSQL's own is not in it):
+	// less sensitive than latency to other load on the machine.
+	CPUPerOp time.Duration
+	Note     string
 }
 
 // measure runs sc's op lim.Ops times over lim.Concurrency workers and
@@ -56,6 +61,7 @@ func measure(ctx context.Context, engine string, sc scenario, lim Limits) (Resul
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for range lim.Concurrency {
 		wg.Add(1)
@@ -82,6 +88,7 @@ func measure(ctx context.Context, engine string, sc scenario, lim Limits) (Resul
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	cpu := processCPU() - cpu0
 	if firstErr != nil {
 		return Result{}, firstErr
 	}
@@ -98,6 +105,7 @@ func measure(ctx context.Context, engine string, sc scenario, lim Limits) (Resul
 		r.P50, r.P99 = quantile(got, 0.50), quantile(got, 0.99)
 		r.PerSecond = float64(len(got)) / wall.Seconds()
 		r.BytesPerReply = int(bytes.Load()) / len(got)
+		r.CPUPerOp = cpu / time.Duration(len(got))
 	}
 	if len(got) < lim.Ops {
 		r.Note = fmt.Sprintf("stopped at the %s time bound", lim.MaxTime)
@@ -120,10 +128,10 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // PrintTable writes the results as one aligned table.
 func PrintTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "engine\tmeasurement\tconc\tops\tp50\tp99\tops/s\tbytes/reply\tnote")
+	fmt.Fprintln(tw, "engine\tmeasurement\tconc\tops\tp50\tp99\tops/s\tbytes/reply\tCPU/op\tnote")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Engine, r.Name, r.Concurrency, count(float64(r.Ops)),
-			ms(r.P50), ms(r.P99), count(r.PerSecond), count(float64(r.BytesPerReply)), r.Note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Engine, r.Name, r.Concurrency, count(float64(r.Ops)),
+			ms(r.P50), ms(r.P99), count(r.PerSecond), count(float64(r.BytesPerReply)), us(r.CPUPerOp), r.Note)
 	}
 	return tw.Flush()
 }
@@ -133,6 +141,23 @@ func ms(d time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+func us(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+}
+
+// processCPU is this process's user plus system CPU time so far (0 when
+// the operating system does not tell).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // count prints a whole number, or "-" for none.

@@ -76,6 +76,24 @@ func newAgentCmd(d deps) *cobra.Command {
 		}),
 	}
 	addPageFlags(list, pf)
+	rpf := &pageFlags{}
+	revisions := &cobra.Command{
+		Use: "revisions AGENT", Short: "List an Agent's revisions by number, oldest first (every page, or one with --limit/--cursor)",
+		Args: cobra.ExactArgs(1), Example: "  occ agent revisions helper\n  occ agent revisions helper --limit 20",
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
+			ns, id, err := cn.agentArg(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return listCmd(cmd.Context(), d.stderr, cn.out, rpf, revisionCols,
+				func(ctx context.Context) ([]apitypes.Revision, error) { return cn.c.ListRevisions(ctx, ns, id) },
+				func(ctx context.Context, q apitypes.ListQuery) ([]apitypes.Revision, string, error) {
+					l, err := cn.c.ListRevisionsPage(ctx, ns, id, q)
+					return l.Items, l.NextCursor, err
+				})
+		}),
+	}
+	addPageFlags(revisions, rpf)
 	cmd.AddCommand(
 		list,
 		agentOne(d, f, "get AGENT", "Show an Agent (name or id)", "  occ agent get helper --output json",
@@ -92,21 +110,7 @@ func newAgentCmd(d deps) *cobra.Command {
 			func(ctx context.Context, cn *conn, ns, id string) (apitypes.Agent, error) {
 				return cn.c.DeleteAgent(ctx, ns, id)
 			}),
-		&cobra.Command{
-			Use: "revisions AGENT", Short: "List an Agent's revisions, newest first", Args: cobra.ExactArgs(1),
-			Example: "  occ agent revisions helper",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
-				ns, id, err := cn.agentArg(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				l, err := cn.c.ListRevisions(cmd.Context(), ns, id)
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, revisionCols)
-			}),
-		},
+		revisions,
 		&cobra.Command{
 			Use:   "deployments AGENT [DEPLOYMENT]",
 			Short: "Show the deployment of each revision of an Agent (or of one)",

@@ -163,16 +163,13 @@ func newServicePrincipalCmd(d deps) *cobra.Command {
 	}
 	create.Flags().StringVarP(&namespace, "namespace", "n", "", "limit the principal to this Namespace (name or id)")
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List service principals", Args: cobra.NoArgs, Example: "  occ service-principal list",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				l, err := cn.c.ListServicePrincipals(cmd.Context())
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, servicePrincipalCols)
+		pagedList(d, f, "List service principals (every page, or one with --limit/--cursor)", "  occ service-principal list", servicePrincipalCols,
+			func(ctx context.Context, cn *conn) ([]apitypes.ServicePrincipal, error) {
+				return cn.c.ListServicePrincipals(ctx)
+			},
+			func(ctx context.Context, cn *conn, q apitypes.ListQuery) (apitypes.List[apitypes.ServicePrincipal], error) {
+				return cn.c.ListServicePrincipalsPage(ctx, q)
 			}),
-		},
 		create,
 		&cobra.Command{
 			Use: "get ID", Short: "Show a service principal", Args: cobra.ExactArgs(1), Example: "  occ service-principal get sa_…",
@@ -323,16 +320,11 @@ func newRoleCmd(d deps) *cobra.Command {
 	create.Flags().StringArrayVar(&perms, "permission", nil, "a permission ACTION:KIND (repeatable)")
 	create.Flags().StringVarP(&namespace, "namespace", "n", "", "define the role in this Namespace (name or id)")
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List roles", Args: cobra.NoArgs, Example: "  occ role list --output yaml",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				l, err := cn.c.ListRoles(cmd.Context())
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, roleCols)
+		pagedList(d, f, "List roles (every page, or one with --limit/--cursor)", "  occ role list --output yaml", roleCols,
+			func(ctx context.Context, cn *conn) ([]apitypes.Role, error) { return cn.c.ListRoles(ctx) },
+			func(ctx context.Context, cn *conn, q apitypes.ListQuery) (apitypes.List[apitypes.Role], error) {
+				return cn.c.ListRolesPage(ctx, q)
 			}),
-		},
 		create,
 		&cobra.Command{
 			Use: "get ROLE", Short: "Show a role (id or name) with its permissions", Args: cobra.ExactArgs(1),
@@ -439,16 +431,13 @@ func newBindingCmd(d deps) *cobra.Command {
 	_ = create.MarkFlagRequired("role")
 	scope.register(create)
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List access bindings", Args: cobra.NoArgs, Example: "  occ binding list",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				l, err := cn.c.ListAccessBindings(cmd.Context())
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, bindingCols)
+		pagedList(d, f, "List access bindings (every page, or one with --limit/--cursor)", "  occ binding list", bindingCols,
+			func(ctx context.Context, cn *conn) ([]apitypes.AccessBinding, error) {
+				return cn.c.ListAccessBindings(ctx)
+			},
+			func(ctx context.Context, cn *conn, q apitypes.ListQuery) (apitypes.List[apitypes.AccessBinding], error) {
+				return cn.c.ListAccessBindingsPage(ctx, q)
 			}),
-		},
 		create,
 		deleteCmd(d, f, "delete ID", "Delete an access binding", "  occ binding delete bnd_…",
 			func(ctx context.Context, cn *conn, id string) (apitypes.Deleted, error) {
@@ -503,16 +492,11 @@ func newRestrictionCmd(d deps) *cobra.Command {
 	_ = create.MarkFlagRequired("action")
 	scope.register(create)
 	cmd.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List restrictions", Args: cobra.NoArgs, Example: "  occ restriction list",
-			RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
-				l, err := cn.c.ListRestrictions(cmd.Context())
-				if err != nil {
-					return apiError(err)
-				}
-				return printList(cn.out, l, restrictionCols)
+		pagedList(d, f, "List restrictions (every page, or one with --limit/--cursor)", "  occ restriction list", restrictionCols,
+			func(ctx context.Context, cn *conn) ([]apitypes.Restriction, error) { return cn.c.ListRestrictions(ctx) },
+			func(ctx context.Context, cn *conn, q apitypes.ListQuery) (apitypes.List[apitypes.Restriction], error) {
+				return cn.c.ListRestrictionsPage(ctx, q)
 			}),
-		},
 		create,
 		deleteCmd(d, f, "delete ID", "Delete a restriction", "  occ restriction delete rst_…",
 			func(ctx context.Context, cn *conn, id string) (apitypes.Deleted, error) {

@@ -58,3 +58,23 @@ func listCmd[T any](ctx context.Context, stderr io.Writer, p printer, f *pageFla
 		NextCursor string `json:"nextCursor,omitempty"`
 	}{items, next})
 }
+
+// pagedList is the "list" subcommand of a paged collection without
+// arguments: every page, or the one page --limit/--cursor ask for.
+func pagedList[T apitypes.Data](d deps, f *clientFlags, short, example string, cols []column[T],
+	all func(context.Context, *conn) ([]T, error), one func(context.Context, *conn, apitypes.ListQuery) (apitypes.List[T], error)) *cobra.Command {
+	pf := &pageFlags{}
+	cmd := &cobra.Command{
+		Use: "list", Short: short, Args: cobra.NoArgs, Example: example,
+		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, _ []string) error {
+			return listCmd(cmd.Context(), d.stderr, cn.out, pf, cols,
+				func(ctx context.Context) ([]T, error) { return all(ctx, cn) },
+				func(ctx context.Context, q apitypes.ListQuery) ([]T, string, error) {
+					l, err := one(ctx, cn, q)
+					return l.Items, l.NextCursor, err
+				})
+		}),
+	}
+	addPageFlags(cmd, pf)
+	return cmd
+}

@@ -86,4 +86,35 @@ func TestListGolden(t *testing.T) {
 	if strings.Contains(all.String(), key) {
 		t.Errorf("a list printed the key again")
 	}
+
+	// The revisions and IAM lists page like the others: --limit 1 prints
+	// one item and, with more to come, the next page's cursor on standard
+	// error; following it reaches the last page, which has none.
+	u.must("", "role", "create", "writer", "--permission", "update:agent")
+	for _, args := range [][]string{{"role", "list"}, {"agent", "revisions", "helper"}} {
+		r := u.must("", append(args, "--limit", "1", "--output", "json")...)
+		var page struct {
+			Items      []json.RawMessage `json:"items"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &page); err != nil || len(page.Items) != 1 {
+			t.Fatalf("%v --limit 1: %s; want one item (%v)", args, r, err)
+		}
+		for range 10 {
+			if page.NextCursor == "" {
+				break
+			}
+			r = u.must("", append(args, "--limit", "1", "--cursor", page.NextCursor, "--output", "json")...)
+			page.NextCursor = ""
+			if err := json.Unmarshal([]byte(r.Stdout), &page); err != nil || len(page.Items) > 1 {
+				t.Fatalf("%v --cursor: %s; want at most one item (%v)", args, r, err)
+			}
+		}
+		if page.NextCursor != "" {
+			t.Errorf("%v: more than 10 pages of one", args)
+		}
+		if r := u.run("", append(args, "--limit", "501")...); r.Code == 0 {
+			t.Errorf("%v --limit 501: %s; want a usage error", args, r)
+		}
+	}
 }

@@ -113,15 +113,9 @@ func (s *Service) GetAgent(ctx context.Context, namespaceID, id string) (store.A
 // Namespace nor any of its Agents, or the Namespace does not exist), one
 // page at a time.
 func (s *Service) ListAgents(ctx context.Context, namespaceID string, q PageQuery) (Page[store.Agent], error) {
-	p, err := q.request()
-	if err != nil {
-		return Page[store.Agent]{}, err
-	}
-	page, err := s.store.ListAgents(ctx, namespaceID, p)
-	if err != nil {
-		return Page[store.Agent]{}, err
-	}
-	return fromStorePage(page), nil
+	return paged(q, func(p store.PageRequest) (store.Page[store.Agent], error) {
+		return s.store.ListAgents(ctx, namespaceID, p)
+	})
 }
 
 // AgentPatch changes an Agent. The reference requires configurationId on

@@ -97,10 +97,13 @@ func deploymentFrom(rev store.Revision, w store.WorkItem, now time.Time) Deploym
 	return d
 }
 
-// ListRevisions returns the Agent's revisions the caller may read.
-func (s *Service) ListRevisions(ctx context.Context, namespaceID, agentID string) ([]store.Revision, error) {
+// ListRevisions returns one page of the Agent's revisions the caller may
+// read, by number.
+func (s *Service) ListRevisions(ctx context.Context, namespaceID, agentID string, q PageQuery) (Page[store.Revision], error) {
 	if _, err := s.store.GetAgent(ctx, namespaceID, agentID); err != nil {
-		return nil, err
+		return Page[store.Revision]{}, err
 	}
-	return s.store.ListRevisions(ctx, namespaceID, agentID)
+	return paged(q, func(p store.PageRequest) (store.Page[store.Revision], error) {
+		return s.store.ListRevisions(ctx, namespaceID, agentID, p)
+	})
 }

@@ -80,7 +80,9 @@ func invalidRef(path string, err error) error {
 }
 
 // ListRoles, GetRole and DeleteRole manage roles.
-func (s *Service) ListRoles(ctx context.Context) ([]store.Role, error) { return s.store.ListRoles(ctx) }
+func (s *Service) ListRoles(ctx context.Context, q PageQuery) (Page[store.Role], error) {
+	return paged(q, func(p store.PageRequest) (store.Page[store.Role], error) { return s.store.ListRoles(ctx, p) })
+}
 
 func (s *Service) GetRole(ctx context.Context, id string) (store.Role, error) {
 	return s.store.GetRole(ctx, id)
@@ -194,8 +196,10 @@ func (s *Service) CreateAccessBinding(ctx context.Context, in BindingInput) (sto
 	return b, err
 }
 
-func (s *Service) ListAccessBindings(ctx context.Context) ([]store.AccessBinding, error) {
-	return s.store.ListAccessBindings(ctx)
+func (s *Service) ListAccessBindings(ctx context.Context, q PageQuery) (Page[store.AccessBinding], error) {
+	return paged(q, func(p store.PageRequest) (store.Page[store.AccessBinding], error) {
+		return s.store.ListAccessBindings(ctx, p)
+	})
 }
 
 func (s *Service) DeleteAccessBinding(ctx context.Context, id string) error {
@@ -253,8 +257,10 @@ func (s *Service) CreateRestriction(ctx context.Context, in RestrictionInput) (s
 	return r, err
 }
 
-func (s *Service) ListRestrictions(ctx context.Context) ([]store.Restriction, error) {
-	return s.store.ListRestrictions(ctx)
+func (s *Service) ListRestrictions(ctx context.Context, q PageQuery) (Page[store.Restriction], error) {
+	return paged(q, func(p store.PageRequest) (store.Page[store.Restriction], error) {
+		return s.store.ListRestrictions(ctx, p)
+	})
 }
 
 func (s *Service) DeleteRestriction(ctx context.Context, id string) error {

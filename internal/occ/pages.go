@@ -9,7 +9,8 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// Page sizes of the paged lists (Namespaces, Agents): a request without a
+// Page sizes of the paged lists (Namespaces, Agents, Configurations,
+// revisions, service principals, roles, access bindings, restrictions): a request without a
 // limit gets DefaultPageSize items, and no request gets more than
 // MaxPageSize.
 const (
@@ -80,6 +81,19 @@ func fromStorePage[T any](p store.Page[T]) Page[T] {
 		out.NextCursor = encodeCursor(cursorJSON{T: p.Next.CreatedAt, ID: p.Next.ID})
 	}
 	return out
+}
+
+// paged runs one page of a paged store list for a client's page query.
+func paged[T any](q PageQuery, list func(store.PageRequest) (store.Page[T], error)) (Page[T], error) {
+	p, err := q.request()
+	if err != nil {
+		return Page[T]{}, err
+	}
+	page, err := list(p)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	return fromStorePage(page), nil
 }
 
 // eachNamespace calls fn with every Namespace, a page at a time, for

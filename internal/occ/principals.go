@@ -78,8 +78,10 @@ func (s *Service) GetServicePrincipal(ctx context.Context, id string) (store.Ser
 	return s.store.GetServicePrincipal(ctx, id)
 }
 
-func (s *Service) ListServicePrincipals(ctx context.Context) ([]store.ServicePrincipal, error) {
-	return s.store.ListServicePrincipals(ctx)
+func (s *Service) ListServicePrincipals(ctx context.Context, q PageQuery) (Page[store.ServicePrincipal], error) {
+	return paged(q, func(p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
+		return s.store.ListServicePrincipals(ctx, p)
+	})
 }
 
 // DeleteServicePrincipal removes a principal with its keys, bindings and

@@ -9,7 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
 )
 
@@ -133,4 +135,50 @@ func TestPagedLists(t *testing.T) {
 	if code, _, _ := e.do("GET", agents+"?limit=10", nil, none); code != 404 {
 		t.Errorf("GET %s by a caller without any grant: %d, want 404", agents, code)
 	}
+}
+
+// TestPagedRevisionsAndIAMLists checks the paging of the revisions and IAM
+// lists on both engines: the page size at its limit (500) and one past it,
+// and that pages of one visit every item exactly once, in the order of the
+// whole list.
+func TestPagedRevisionsAndIAMLists(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		e := newDeployEnv(t, st, compute.Capabilities{})
+		agent := e.createAgent("a", nil)
+		for range 3 {
+			e.deploy(agent)
+		}
+		for i := range 3 {
+			sp, _, _ := e.principal(fmt.Sprintf("paged-%d", i), "", "")
+			var role idOnly
+			e.must("POST", "/iam/roles", map[string]any{"name": fmt.Sprintf("r-%d", i), "permissions": []map[string]string{{"action": "read", "resourceKind": "agent"}}}, e.admin, 201, &role)
+			e.must("POST", "/iam/access-bindings", map[string]string{"subjectId": sp, "roleId": role.ID}, e.admin, 201, nil)
+			e.must("POST", "/iam/restrictions", map[string]string{"subjectId": sp, "action": "delete", "resourceKind": "agent"}, e.admin, 201, nil)
+		}
+		revisions := "/namespaces/" + e.ns + "/agents/" + agent + "/revisions"
+		for _, path := range []string{revisions, "/iam/service-principals", "/iam/roles", "/iam/access-bindings", "/iam/restrictions"} {
+			var whole idPage
+			e.must("GET", path+"?limit=500", nil, e.admin, 200, &whole)
+			if len(whole.Items) < 3 || whole.NextCursor != "" {
+				t.Errorf("GET %s?limit=500: %d items, nextCursor %q; want at least 3 and no cursor", path, len(whole.Items), whole.NextCursor)
+			}
+			var want []string
+			for _, it := range whole.Items {
+				want = append(want, it.ID)
+			}
+			if diff := cmp.Diff(want, pageAll(t, e.env, path, 1, e.admin)); diff != "" {
+				t.Errorf("GET %s in pages of 1 (-want +got):\n%s", path, diff)
+			}
+			var def idPage
+			e.must("GET", path, nil, e.admin, 200, &def)
+			if len(def.Items) != len(want) {
+				t.Errorf("GET %s with the default page size: %d items, want %d", path, len(def.Items), len(want))
+			}
+			for _, bad := range []string{"?limit=501", "?limit=0", "?cursor=%21%21", "?color=red"} {
+				if code, _, _ := e.do("GET", path+bad, nil, e.admin); code != 400 {
+					t.Errorf("GET %s%s: %d, want 400", path, bad, code)
+				}
+			}
+		}
+	})
 }

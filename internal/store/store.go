@@ -41,6 +41,8 @@ type Store interface {
 	GetUser(ctx context.Context, id string) (User, error)
 	GetUserByEmail(ctx context.Context, email string) (User, error)
 	CreateSession(ctx context.Context, s Session) error
+	// GetSession is NotFound also when the session's user no longer
+	// exists, so the session alone authenticates its user.
 	GetSession(ctx context.Context, tokenHash []byte) (Session, error)
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)
@@ -65,7 +67,8 @@ type Store interface {
 	// its keys, bindings and restrictions.
 	CreateServicePrincipal(ctx context.Context, sp ServicePrincipal) error
 	GetServicePrincipal(ctx context.Context, id string) (ServicePrincipal, error)
-	ListServicePrincipals(ctx context.Context) ([]ServicePrincipal, error)
+	// ListServicePrincipals returns one page of principals, oldest first.
+	ListServicePrincipals(ctx context.Context, page PageRequest) (Page[ServicePrincipal], error)
 	DeleteServicePrincipal(ctx context.Context, id string) error
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
@@ -77,15 +80,17 @@ type Store interface {
 	// for built-in roles.
 	CreateRole(ctx context.Context, r Role) error
 	GetRole(ctx context.Context, id string) (Role, error)
-	ListRoles(ctx context.Context) ([]Role, error)
+	// ListRoles, ListAccessBindings and ListRestrictions return one page,
+	// oldest first.
+	ListRoles(ctx context.Context, page PageRequest) (Page[Role], error)
 	DeleteRole(ctx context.Context, id string) error
 	CreateAccessBinding(ctx context.Context, b AccessBinding) error
 	GetAccessBinding(ctx context.Context, id string) (AccessBinding, error)
-	ListAccessBindings(ctx context.Context) ([]AccessBinding, error)
+	ListAccessBindings(ctx context.Context, page PageRequest) (Page[AccessBinding], error)
 	DeleteAccessBinding(ctx context.Context, id string) error
 	CreateRestriction(ctx context.Context, r Restriction) error
 	GetRestriction(ctx context.Context, id string) (Restriction, error)
-	ListRestrictions(ctx context.Context) ([]Restriction, error)
+	ListRestrictions(ctx context.Context, page PageRequest) (Page[Restriction], error)
 	DeleteRestriction(ctx context.Context, id string) error
 	// ListGrants returns the subject's bindings, each with its role's
 	// permissions; ListSubjectRestrictions the restrictions naming it.
@@ -151,7 +156,9 @@ type Store interface {
 	// the Agent (1, 2, ...) and returns the stored revision.
 	CreateRevision(ctx context.Context, r Revision) (Revision, error)
 	GetRevision(ctx context.Context, namespaceID, agentID, id string) (Revision, error)
-	ListRevisions(ctx context.Context, namespaceID, agentID string) ([]Revision, error)
+	// ListRevisions returns one page of the Agent's revisions by number,
+	// oldest first.
+	ListRevisions(ctx context.Context, namespaceID, agentID string, page PageRequest) (Page[Revision], error)
 
 	// Work queue. EnqueueWork is idempotent on IdempotencyKey: enqueueing
 	// an existing key returns the existing item unchanged.

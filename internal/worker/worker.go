@@ -539,7 +539,7 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 // leaves a stopped old runtime that the next deployment or the Agent's
 // deletion retires again.
 func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName string) {
-	revs, err := w.store.ListRevisions(ctx, rev.NamespaceID, rev.AgentID)
+	revs, err := store.AllRevisions(ctx, w.store, rev.NamespaceID, rev.AgentID)
 	if err != nil {
 		w.o.Logger.Warn("worker: list revisions for retirement", "error", err)
 		return
@@ -565,7 +565,7 @@ func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
-	revs, err := w.store.ListRevisions(ctx, item.NamespaceID, item.AgentID)
+	revs, err := store.AllRevisions(ctx, w.store, item.NamespaceID, item.AgentID)
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
@@ -590,7 +590,7 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
-	revs, err := w.store.ListRevisions(ctx, item.NamespaceID, item.AgentID)
+	revs, err := store.AllRevisions(ctx, w.store, item.NamespaceID, item.AgentID)
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}

@@ -1,7 +1,7 @@
 // Command cmd is `make bench` (docs/performance.md): it runs package
 // bench's measurements and prints one table.
 //
-//	go run ./internal/bench/cmd [-engines sqlite,postgres] [-ops 2000] [-concurrency 16] [-occ bin/occ] [-files 200]
+//	go run ./internal/bench/cmd [-engines sqlite,postgres] [-ops 2000] [-concurrency 16] [-occ bin/occ] [-signins 100] [-files 200] [-worker 200]
 package main
 
 import (
@@ -22,6 +22,8 @@ func main() {
 	flag.IntVar(&o.Limits.Concurrency, "concurrency", 16, "concurrent clients")
 	flag.StringVar(&o.OccBin, "occ", "", "occ binary for the RSS rows (none: no RSS rows)")
 	flag.IntVar(&o.FilesOps, "files", 0, "operations per side of the workspace files benchmark (needs OCC_OPENCLAW_RUNTIME; 0: skip)")
+	flag.IntVar(&o.WorkerOps, "worker", 0, "deployments per engine of the worker benchmark (0: skip)")
+	flag.IntVar(&o.SignIns, "signins", 100, "sign-ins of the RSS burst, with -occ (0: skip)")
 	flag.StringVar(&o.ModuleDir, "module", ".", "module root, where the files benchmark runs")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the API measurements to this file")
 	flag.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile of the API measurements to this file")

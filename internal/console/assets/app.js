@@ -380,7 +380,7 @@ pages.agent = async () => {
     if (following === depID) { following = ''; }
   };
   const revisions = async () => {
-    const r = await api('GET', base + '/revisions');
+    const r = await apiAll(base + '/revisions');
     if (r.status !== 200) { fillTable('#revisions', [], errText(r)); return; }
     const items = r.data.items.slice().sort((a, b) => b.revision - a.revision).slice(0, 10);
     const deps = await Promise.all(items.map((v) => api('GET', base + '/deployments/' + enc(v.id))));
@@ -561,23 +561,23 @@ pages.iam = async () => {
   }, 'danger');
   const scope = (x) => [x.namespaceId ? 'namespace ' + x.namespaceId : 'installation', x.resourceKind ? x.resourceKind + ' ' + (x.resourceId || '') : ''].filter(Boolean).join(', ');
   const sps = async () => {
-    const r = await api('GET', '/iam/service-principals');
+    const r = await apiAll('/iam/service-principals');
     if (r.status !== 200) { fillTable('#sps', [], errText(r)); return; }
     fillTable('#sps', r.data.items.map((s) => [s.name, s.id, s.namespaceId || '–', s.agentId ? 'Agent-owned' : del('service principal ' + s.name, '/iam/service-principals/' + enc(s.id), sps)]));
   };
   const roles = async () => {
-    const r = await api('GET', '/iam/roles');
+    const r = await apiAll('/iam/roles');
     if (r.status !== 200) { fillTable('#roles', [], errText(r)); return; }
     fillTable('#roles', r.data.items.map((x) => [x.name, x.id, x.permissions.map((p) => p.action + ' ' + p.resourceKind).join(', '),
       x.builtin ? 'built-in' : del('role ' + x.name, '/iam/roles/' + enc(x.id), roles)]));
   };
   const bindings = async () => {
-    const r = await api('GET', '/iam/access-bindings');
+    const r = await apiAll('/iam/access-bindings');
     if (r.status !== 200) { fillTable('#bindings', [], errText(r)); return; }
     fillTable('#bindings', r.data.items.map((b) => [b.subjectId, b.roleId, scope(b), del('binding ' + b.id, '/iam/access-bindings/' + enc(b.id), bindings)]));
   };
   const restrictions = async () => {
-    const r = await api('GET', '/iam/restrictions');
+    const r = await apiAll('/iam/restrictions');
     if (r.status !== 200) { fillTable('#restrictions', [], errText(r)); return; }
     fillTable('#restrictions', r.data.items.map((x) => [x.subjectId, x.action + ' ' + x.resourceKind, scope(x), del('restriction ' + x.id, '/iam/restrictions/' + enc(x.id), restrictions)]));
   };

@@ -42,8 +42,10 @@ func (s *Store) GetRole(ctx context.Context, id string) (store.Role, error) {
 }
 
 // ListRoles returns every role, oldest first.
-func (s *Store) ListRoles(ctx context.Context) ([]store.Role, error) {
-	return list(ctx, s, "list roles", scanRole, `SELECT `+roleColumns+` FROM iam_roles ORDER BY created_at, id`)
+func (s *Store) ListRoles(ctx context.Context, p store.PageRequest) (store.Page[store.Role], error) {
+	return listPage(ctx, s, "list roles", scanRole,
+		func(r store.Role) store.PageCursor { return store.PageCursor{CreatedAt: r.CreatedAt, ID: r.ID} },
+		`SELECT `+roleColumns+` FROM iam_roles`, "WHERE", p)
 }
 
 // DeleteRole refuses built-in roles and roles still bound. The binding check
@@ -100,9 +102,12 @@ func (s *Store) GetAccessBinding(ctx context.Context, id string) (store.AccessBi
 }
 
 // ListAccessBindings returns every binding, oldest first.
-func (s *Store) ListAccessBindings(ctx context.Context) ([]store.AccessBinding, error) {
-	return list(ctx, s, "list access bindings", scanBinding,
-		`SELECT `+bindingColumns+` FROM iam_access_bindings ORDER BY created_at, id`)
+func (s *Store) ListAccessBindings(ctx context.Context, p store.PageRequest) (store.Page[store.AccessBinding], error) {
+	return listPage(ctx, s, "list access bindings", scanBinding,
+		func(b store.AccessBinding) store.PageCursor {
+			return store.PageCursor{CreatedAt: b.CreatedAt, ID: b.ID}
+		},
+		`SELECT `+bindingColumns+` FROM iam_access_bindings`, "WHERE", p)
 }
 
 func (s *Store) DeleteAccessBinding(ctx context.Context, id string) error {
@@ -161,9 +166,10 @@ func (s *Store) GetRestriction(ctx context.Context, id string) (store.Restrictio
 }
 
 // ListRestrictions returns every restriction, oldest first.
-func (s *Store) ListRestrictions(ctx context.Context) ([]store.Restriction, error) {
-	return list(ctx, s, "list restrictions", scanRestriction,
-		`SELECT `+restrictionColumns+` FROM iam_restrictions ORDER BY created_at, id`)
+func (s *Store) ListRestrictions(ctx context.Context, p store.PageRequest) (store.Page[store.Restriction], error) {
+	return listPage(ctx, s, "list restrictions", scanRestriction,
+		func(r store.Restriction) store.PageCursor { return store.PageCursor{CreatedAt: r.CreatedAt, ID: r.ID} },
+		`SELECT `+restrictionColumns+` FROM iam_restrictions`, "WHERE", p)
 }
 
 func (s *Store) DeleteRestriction(ctx context.Context, id string) error {

@@ -96,7 +96,11 @@ func (s *Store) CreateSession(ctx context.Context, se store.Session) error {
 // GetSession returns the session even when it has expired: judging expiry
 // is the caller's (it owns the clock).
 func (s *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session, error) {
-	se, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE token_hash = ?`, tokenHash))
+	// The user is checked in the same query (the foreign key already
+	// deletes a user's sessions with it; this keeps a session without its
+	// user unusable even so), so authenticating a request is one read.
+	se, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE token_hash = ? AND EXISTS (SELECT 1 FROM users WHERE users.id = sessions.user_id)`, tokenHash))
 	return se, s.getErr("get session", "session", err)
 }
 
@@ -208,9 +212,12 @@ func (s *Store) GetServicePrincipal(ctx context.Context, id string) (store.Servi
 }
 
 // ListServicePrincipals returns every principal, oldest first.
-func (s *Store) ListServicePrincipals(ctx context.Context) ([]store.ServicePrincipal, error) {
-	return list(ctx, s, "list service principals", scanServicePrincipal,
-		`SELECT `+servicePrincipalColumns+` FROM service_principals ORDER BY created_at, id`)
+func (s *Store) ListServicePrincipals(ctx context.Context, p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
+	return listPage(ctx, s, "list service principals", scanServicePrincipal,
+		func(sp store.ServicePrincipal) store.PageCursor {
+			return store.PageCursor{CreatedAt: sp.CreatedAt, ID: sp.ID}
+		},
+		`SELECT `+servicePrincipalColumns+` FROM service_principals`, "WHERE", p)
 }
 
 // DeleteServicePrincipal deletes the principal, its bindings and restrictions

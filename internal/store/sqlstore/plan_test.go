@@ -34,7 +34,8 @@ func planScaleFor(engine string) planScale {
 // bigTables are the tables the seed fills and no hot query may read in
 // full. (A planner rightly scans a table of a few rows, so the small ones
 // are not judged.)
-var bigTables = []string{"agents", "namespaces", "audit_events", "sessions"}
+var bigTables = []string{"agents", "namespaces", "audit_events", "sessions", "agent_revisions",
+	"service_principals", "iam_roles", "iam_access_bindings", "iam_restrictions"}
 
 // TestHotQueryPlans runs every read an API request makes on the hot paths
 // (session lookup, authorization, GET of one Agent or Namespace, a page of
@@ -90,7 +91,34 @@ func TestHotQueryPlans(t *testing.T) {
 				_, err := rs.ListConfigurations(ctx, seed.ns.ID, store.PageRequest{Limit: 50})
 				return err
 			}},
-			{"ListRevisions", func() error { _, err := rs.ListRevisions(ctx, seed.ns.ID, seed.midAgent.ID); return err }},
+			{"ListRevisions", func() error {
+				_, err := rs.ListRevisions(ctx, seed.ns.ID, seed.midAgent.ID, store.PageRequest{Limit: 50})
+				return err
+			}},
+			{"ListRevisions after", func() error {
+				_, err := rs.ListRevisions(ctx, seed.ns.ID, seed.midAgent.ID, store.PageRequest{Limit: 50, After: &store.PageCursor{CreatedAt: seed.midRev.CreatedAt, ID: seed.midRev.ID}})
+				return err
+			}},
+			{"ListServicePrincipals", func() error {
+				_, err := rs.ListServicePrincipals(ctx, store.PageRequest{Limit: 50})
+				return err
+			}},
+			{"ListServicePrincipals after", func() error {
+				_, err := rs.ListServicePrincipals(ctx, store.PageRequest{Limit: 50, After: after})
+				return err
+			}},
+			{"ListRoles", func() error { _, err := rs.ListRoles(ctx, store.PageRequest{Limit: 50}); return err }},
+			{"ListRoles after", func() error { _, err := rs.ListRoles(ctx, store.PageRequest{Limit: 50, After: after}); return err }},
+			{"ListAccessBindings", func() error { _, err := rs.ListAccessBindings(ctx, store.PageRequest{Limit: 50}); return err }},
+			{"ListAccessBindings after", func() error {
+				_, err := rs.ListAccessBindings(ctx, store.PageRequest{Limit: 50, After: after})
+				return err
+			}},
+			{"ListRestrictions", func() error { _, err := rs.ListRestrictions(ctx, store.PageRequest{Limit: 50}); return err }},
+			{"ListRestrictions after", func() error {
+				_, err := rs.ListRestrictions(ctx, store.PageRequest{Limit: 50, After: after})
+				return err
+			}},
 			{"ListAuditEvents", func() error { _, err := rs.ListAuditEvents(ctx, store.AuditFilter{}, nil, 51); return err }},
 			{"ListAuditEvents after", func() error {
 				_, err := rs.ListAuditEvents(ctx, store.AuditFilter{}, &store.AuditCursor{OccurredAt: seed.midAudit, ID: "aud_m"}, 51)
@@ -141,6 +169,7 @@ type planSeed struct {
 	user     store.User
 	session  store.Session
 	midAudit time.Time
+	midRev   store.Revision
 }
 
 // seedPlanDatabase fills the big tables with multi-row INSERTs of literal
@@ -212,6 +241,22 @@ func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) plan
 			}
 			return fmt.Sprintf("('ses_%08d', %s, '%s', '%s', '%s', '%s')", i, lit, u.ID, ts(i), ts(i), ts(i))
 		})
+	// One Agent's revisions and the IAM lists, as many rows as Namespaces.
+	planIAM := planNamespaces
+	bulk(`INSERT INTO agent_revisions (id, namespace_id, agent_id, revision_number, configuration_id, configuration_kind,
+		configuration_generation, configuration, compute_driver_id, created_by, created_at) VALUES `,
+		planIAM, func(i int) string {
+			return fmt.Sprintf("('rev_%08d', '%s', '%s', %d, '%s', 'agent', 1, '{}', 'fake', 'usr_x', '%s')",
+				i, ns.ID, agentID(planAgents/2), i+1, cfg.ID, ts(i))
+		})
+	bulk(`INSERT INTO service_principals (id, name, created_at) VALUES `,
+		planIAM, func(i int) string { return fmt.Sprintf("('sa_%08d', 'sp%d', '%s')", i, i, ts(i)) })
+	bulk(`INSERT INTO iam_roles (id, name, permissions, created_at) VALUES `,
+		planIAM, func(i int) string { return fmt.Sprintf("('role_%08d', 'r%d', '[]', '%s')", i, i, ts(i)) })
+	bulk(`INSERT INTO iam_access_bindings (id, subject_id, role_id, created_at) VALUES `,
+		planIAM, func(i int) string { return fmt.Sprintf("('rb_%08d', 'sa_%08d', 'role_%08d', '%s')", i, i, i, ts(i)) })
+	bulk(`INSERT INTO iam_restrictions (id, subject_id, action, resource_kind, created_at) VALUES `,
+		planIAM, func(i int) string { return fmt.Sprintf("('rs_%08d', 'sa_%08d', 'delete', 'agent', '%s')", i, i, ts(i)) })
 	analyze := "ANALYZE"
 	if _, err := s.DB().ExecContext(ctx, analyze); err != nil {
 		t.Fatalf("ANALYZE: %v", err)
@@ -220,6 +265,7 @@ func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) plan
 	return planSeed{
 		ns: ns, user: u, session: se, midAudit: base.Add(time.Duration(planAudit/2) * time.Millisecond),
 		midAgent: store.Agent{ID: agentID(mid), CreatedAt: base.Add(time.Duration(mid) * time.Millisecond)},
+		midRev:   store.Revision{ID: fmt.Sprintf("rev_%08d", planIAM/2), CreatedAt: base.Add(time.Duration(planIAM/2) * time.Millisecond)},
 	}
 }
 
@@ -294,7 +340,7 @@ func badPlanStep(engine, plan string) string {
 	return ""
 }
 
-var cursorBound = regexp.MustCompile(`\b(created_at|occurred_at) ?[<>]`)
+var cursorBound = regexp.MustCompile(`\b(created_at|occurred_at|revision_number) ?[<>]`)
 
 // seeksToCursor reports whether the plan bounds an index search by the
 // cursor's time: SQLite's SEARCH … (… AND created_at>?), PostgreSQL's

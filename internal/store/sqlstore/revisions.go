@@ -65,9 +65,33 @@ func (s *Store) GetRevision(ctx context.Context, namespaceID, agentID, id string
 	return rev, s.getErr("get revision", "revision", err)
 }
 
-// ListRevisions returns the Agent's revisions by number, oldest first.
-func (s *Store) ListRevisions(ctx context.Context, namespaceID, agentID string) ([]store.Revision, error) {
-	return list(ctx, s, "list revisions", scanRevision,
-		`SELECT `+revisionColumns+` FROM agent_revisions WHERE namespace_id = ? AND agent_id = ? ORDER BY revision_number`,
-		namespaceID, agentID)
+// ListRevisions returns one page of the Agent's revisions by number, oldest
+// first. The cursor names the previous page's last revision; the page
+// seeks past its number on the (namespace_id, agent_id, revision_number)
+// key. A cursor naming no revision of the Agent gives an empty last page.
+// A limit outside 1..store.MaxPageSize is Invalid.
+func (s *Store) ListRevisions(ctx context.Context, namespaceID, agentID string, p store.PageRequest) (store.Page[store.Revision], error) {
+	if p.Limit < 1 || p.Limit > store.MaxPageSize {
+		return store.Page[store.Revision]{}, errkind.Newf(errkind.Invalid, "the page size must be between 1 and %d", store.MaxPageSize)
+	}
+	q := `SELECT ` + revisionColumns + ` FROM agent_revisions WHERE namespace_id = ? AND agent_id = ?`
+	args := []any{namespaceID, agentID}
+	if p.After != nil {
+		q += ` AND revision_number > (SELECT r.revision_number FROM agent_revisions r
+			WHERE r.namespace_id = ? AND r.agent_id = ? AND r.id = ?)`
+		args = append(args, namespaceID, agentID, p.After.ID)
+	}
+	q += ` ORDER BY revision_number LIMIT ?`
+	args = append(args, p.Limit+1)
+	items, err := listCap(ctx, s, "list revisions", scanRevision, p.Limit+1, q, args...)
+	if err != nil {
+		return store.Page[store.Revision]{}, err
+	}
+	out := store.Page[store.Revision]{Items: items}
+	if len(items) > p.Limit {
+		out.Items = items[:p.Limit]
+		last := items[p.Limit-1]
+		out.Next = &store.PageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	return out, nil
 }

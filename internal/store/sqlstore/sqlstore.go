@@ -567,12 +567,19 @@ func (s *Store) getErr(op, what string, err error) error {
 // list runs a query and scans every row with scan. It returns an empty,
 // non-nil slice when there are no rows, so JSON encodes [] rather than null.
 func list[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	return listCap(ctx, s, op, scan, 0, query, args...)
+}
+
+// listCap is list with room for n rows from the start: a page knows how
+// many it reads at most, and growing the slice row by row was 7 % of
+// reading a page of 100 Agents.
+func listCap[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), n int, query string, args ...any) ([]T, error) {
 	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, s.dbErr(op, err)
 	}
 	defer rows.Close()
-	out := []T{}
+	out := make([]T, 0, n)
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
@@ -606,7 +613,7 @@ func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScan
 	}
 	q += " ORDER BY created_at, id LIMIT ?"
 	args = append(args, p.Limit+1)
-	items, err := list(ctx, s, op, scan, q, args...)
+	items, err := listCap(ctx, s, op, scan, p.Limit+1, q, args...)
 	if err != nil {
 		return store.Page[T]{}, err
 	}

@@ -11,7 +11,7 @@ import (
 var iamCases = []testCase{
 	{"Role/CreateGetList", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
-		got, err := h.Store.ListRoles(ctx(t))
+		got, err := store.All(ctx(t), h.Store.ListRoles)
 		must(t, "ListRoles", err)
 		check(t, "ListRoles on an empty database", []store.Role{}, got)
 
@@ -36,7 +36,7 @@ var iamCases = []testCase{
 			must(t, "GetRole", err)
 			check(t, "GetRole "+want.Name, want, got)
 		}
-		got, err = h.Store.ListRoles(ctx(t))
+		got, err = store.All(ctx(t), h.Store.ListRoles)
 		must(t, "ListRoles", err)
 		check(t, "ListRoles", []store.Role{admin, nsRole}, got)
 
@@ -71,7 +71,7 @@ var iamCases = []testCase{
 	{"AccessBinding/CreateGetListDelete", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		r := f.role(store.Permission{Action: store.ActionRead, ResourceKind: store.KindAgent})
-		got, err := h.Store.ListAccessBindings(ctx(t))
+		got, err := store.All(ctx(t), h.Store.ListAccessBindings)
 		must(t, "ListAccessBindings", err)
 		check(t, "ListAccessBindings on an empty database", []store.AccessBinding{}, got)
 
@@ -93,7 +93,7 @@ var iamCases = []testCase{
 			must(t, "GetAccessBinding", err)
 			check(t, "GetAccessBinding", want, got)
 		}
-		got, err = h.Store.ListAccessBindings(ctx(t))
+		got, err = store.All(ctx(t), h.Store.ListAccessBindings)
 		must(t, "ListAccessBindings", err)
 		check(t, "ListAccessBindings", bindings, got)
 
@@ -121,7 +121,7 @@ var iamCases = []testCase{
 	}},
 	{"Restriction/CreateGetListDelete", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
-		got, err := h.Store.ListRestrictions(ctx(t))
+		got, err := store.All(ctx(t), h.Store.ListRestrictions)
 		must(t, "ListRestrictions", err)
 		check(t, "ListRestrictions on an empty database", []store.Restriction{}, got)
 
@@ -140,7 +140,7 @@ var iamCases = []testCase{
 			must(t, "GetRestriction", err)
 			check(t, "GetRestriction", want, got)
 		}
-		got, err = h.Store.ListRestrictions(ctx(t))
+		got, err = store.All(ctx(t), h.Store.ListRestrictions)
 		must(t, "ListRestrictions", err)
 		check(t, "ListRestrictions", []store.Restriction{installationWide, exact}, got)
 

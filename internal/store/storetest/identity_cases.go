@@ -261,7 +261,7 @@ var identityCases = []testCase{
 	}},
 	{"ServicePrincipal/CreateGetList", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
-		got, err := h.Store.ListServicePrincipals(ctx(t))
+		got, err := store.All(ctx(t), h.Store.ListServicePrincipals)
 		must(t, "ListServicePrincipals", err)
 		check(t, "ListServicePrincipals on an empty database", []store.ServicePrincipal{}, got)
 
@@ -278,7 +278,7 @@ var identityCases = []testCase{
 			must(t, "GetServicePrincipal", err)
 			check(t, "GetServicePrincipal "+want.Name, want, got)
 		}
-		got, err = h.Store.ListServicePrincipals(ctx(t))
+		got, err = store.All(ctx(t), h.Store.ListServicePrincipals)
 		must(t, "ListServicePrincipals", err)
 		check(t, "ListServicePrincipals", []store.ServicePrincipal{plain, scoped}, got)
 
@@ -310,10 +310,10 @@ var identityCases = []testCase{
 		wantErr(t, "GetRestriction of the deleted principal", err, errkind.NotFound, "")
 
 		// Other subjects keep theirs, and the role survives.
-		bindings, err := h.Store.ListAccessBindings(ctx(t))
+		bindings, err := store.All(ctx(t), h.Store.ListAccessBindings)
 		must(t, "ListAccessBindings", err)
 		check(t, "ListAccessBindings after delete", []store.AccessBinding{otherBinding}, bindings)
-		restrictions, err := h.Store.ListRestrictions(ctx(t))
+		restrictions, err := store.All(ctx(t), h.Store.ListRestrictions)
 		must(t, "ListRestrictions", err)
 		check(t, "ListRestrictions after delete", []store.Restriction{otherRestriction}, restrictions)
 		_, err = h.Store.GetRole(ctx(t), r.ID)

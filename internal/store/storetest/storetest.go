@@ -49,7 +49,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 	groups := [][]testCase{
 		installationCases, identityCases, iamCases, namespaceCases, configurationCases,
 		agentCases, workspaceSetupCases, revisionCases, workCases, activationCases,
-		auditCases, txCases, schemaCases, pageCases,
+		auditCases, txCases, schemaCases, pageCases, pageListCases,
 	}
 	seen := map[string]bool{}
 	for _, g := range groups {

@@ -16,7 +16,7 @@ var revisionCases = []testCase{
 	{"Revision/CreateGetList", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		a := f.agent()
-		got, err := h.Store.ListRevisions(ctx(t), a.NamespaceID, a.ID)
+		got, err := store.AllRevisions(ctx(t), h.Store, a.NamespaceID, a.ID)
 		must(t, "ListRevisions", err)
 		check(t, "ListRevisions of a new agent", []store.Revision{}, got)
 
@@ -39,7 +39,7 @@ var revisionCases = []testCase{
 				t.Errorf("GetRevision().Configuration = %s, want exactly %s", got.Configuration, sampleDocument)
 			}
 		}
-		list, err := h.Store.ListRevisions(ctx(t), a.NamespaceID, a.ID)
+		list, err := store.AllRevisions(ctx(t), h.Store, a.NamespaceID, a.ID)
 		must(t, "ListRevisions", err)
 		check(t, "ListRevisions", revs, list)
 
