@@ -122,7 +122,7 @@ func New(o Options) (*Driver, error) {
 		d.maxLog = 10 << 20
 	}
 	for _, hc := range cfg.Hosts {
-		d.hosts = append(d.hosts, &host{d: d, cfg: hc, sem: make(chan struct{}, cfg.MaxSessions)})
+		d.hosts = append(d.hosts, &host{d: d, cfg: hc, sem: make(chan struct{}, cfg.MaxSessions), tokens: hostTokens{mu: make(chan struct{}, 1)}})
 	}
 	return d, nil
 }
@@ -951,12 +951,10 @@ func (t *tunnel) DialGateway(ctx context.Context) (net.Conn, error) {
 	return t.h.dialLoopback(ctx, t.port)
 }
 
+// ReadToken reads the token file on the host for this operation, through
+// the host's token reader session (tokens.go).
 func (t *tunnel) ReadToken(ctx context.Context) ([]byte, error) {
-	out, err := t.h.run(ctx, "read token", shellCmd(scriptReadToken, t.h.cfg.Root, t.agentHash), nil)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return t.h.readToken(ctx, t.agentHash)
 }
 
 // Recover starts, on every reachable host, the serving revision of each
