@@ -76,9 +76,11 @@ type Observer interface {
 // delegates to the first provider set, so it may be taken at init).
 var tracer = otel.Tracer("github.com/openclaw/occ/internal/agentgw")
 
-// Client is the native gateway client. It holds no connections and no
-// credentials between operations, so it is safe for concurrent use and a
-// rotated key, token or CA bundle takes effect on the next operation.
+// Client is the native gateway client. Without a pool it holds no
+// connections and no credentials between operations; with one it holds
+// connections but still reads the credentials for every operation. Either
+// way it is safe for concurrent use and a rotated key, token or CA bundle
+// takes effect on the next operation.
 type Client struct {
 	readLimit int64
 	log       *slog.Logger
