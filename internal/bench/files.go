@@ -35,7 +35,7 @@ func FilesBenchmark(ctx context.Context, moduleDir string, ops int) ([]Result, e
 	return parseFilesBenchmark(out.String())
 }
 
-var benchLine = regexp.MustCompile(`^BenchmarkWorkspaceFiles/(pool/)?(get|put)/conc=(\d+)\S*\s+(\d+)\s+(.*)$`)
+var benchLine = regexp.MustCompile(`^BenchmarkWorkspaceFiles/(pool/|poolmux/)?(get|put)/conc=(\d+)\S*\s+(\d+)\s+(.*)$`)
 
 // parseFilesBenchmark reads the benchmark's custom metrics ("1.23
 // occ-p50-ms" pairs) into one row per side and sub-benchmark, plus the
@@ -63,8 +63,12 @@ func parseFilesBenchmark(out string) ([]Result, error) {
 		occName, directName, ratioName := " through OCC", " direct (native)", " OCC / direct"
 		if pooled {
 			// OCC with --gateway-pool against the native call on one open
-			// connection.
-			occName, directName, ratioName = " through OCC, pooled", " direct, one open connection", " OCC pooled / direct"
+			// connection; poolmux/ multiplexes OCC's operations on it.
+			mode := "pooled"
+			if m[1] == "poolmux/" {
+				mode = "pooled, multiplexed"
+			}
+			occName, directName, ratioName = " through OCC, "+mode, " direct, one open connection", " OCC "+mode+" / direct"
 		}
 		msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 		rs = append(rs,

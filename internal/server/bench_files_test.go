@@ -19,31 +19,34 @@ import (
 )
 
 // switchFiles is the FileClient of real-gateway envs: a fresh connection
-// per operation, as OCC runs by default, or, while pool is set, the
-// pooled client (--gateway-pool), so one env benchmarks both.
+// per operation, as OCC runs by default, or, while mode says so, a pooled
+// client (--gateway-pool), serialized or multiplexed, so one env
+// benchmarks all three.
 type switchFiles struct {
-	plain, pooled *agentgw.Client
-	pool          atomic.Bool
+	plain, pooled, muxed *agentgw.Client
+	mode                 atomic.Int32 // filesPlain, filesPooled, filesMuxed
 }
+
+const (
+	filesPlain = iota
+	filesPooled
+	filesMuxed
+)
 
 func newSwitchFiles(t testing.TB) *switchFiles {
-	pooled := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true, MaxInFlight: poolInFlight()}})
+	pooled := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true}})
+	muxed := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true, MaxInFlight: 16}})
 	t.Cleanup(pooled.Close)
-	return &switchFiles{plain: agentgw.New(agentgw.Options{}), pooled: pooled}
-}
-
-// poolInFlight is the pooled client's MaxInFlight in benchmarks:
-// OCC_BENCH_POOL_IN_FLIGHT, else the default (serialized), so both modes
-// can be measured.
-func poolInFlight() int {
-	var n int
-	_, _ = fmt.Sscan(os.Getenv("OCC_BENCH_POOL_IN_FLIGHT"), &n)
-	return n
+	t.Cleanup(muxed.Close)
+	return &switchFiles{plain: agentgw.New(agentgw.Options{}), pooled: pooled, muxed: muxed}
 }
 
 func (s *switchFiles) client() *agentgw.Client {
-	if s.pool.Load() {
+	switch s.mode.Load() {
+	case filesPooled:
 		return s.pooled
+	case filesMuxed:
+		return s.muxed
 	}
 	return s.plain
 }
@@ -176,8 +179,6 @@ func benchFiles(b *testing.B, le *deployEnv, srvURL, agent string, dialNative fu
 	}
 	runSides(b, "", occOp, directOp)
 
-	le.files.pool.Store(true)
-	defer le.files.pool.Store(false)
 	var mu sync.Mutex
 	var open *gwtest.Native
 	defer func() {
@@ -209,10 +210,19 @@ func benchFiles(b *testing.B, le *deployEnv, srvURL, agent string, dialNative fu
 		}
 		return err
 	}
-	if err := occOp(true); err != nil {
-		b.Fatalf("warm-up pooled PUT: %v", err)
+	defer le.files.mode.Store(filesPlain)
+	// pool/: serialized (MaxInFlight 1, the default); poolmux/: up to 16
+	// operations multiplexed by request id on the one connection.
+	for _, m := range []struct {
+		prefix string
+		mode   int32
+	}{{"pool/", filesPooled}, {"poolmux/", filesMuxed}} {
+		le.files.mode.Store(m.mode)
+		if err := occOp(true); err != nil {
+			b.Fatalf("warm-up %sPUT: %v", m.prefix, err)
+		}
+		runSides(b, m.prefix, occOp, directOpen)
 	}
-	runSides(b, "pool/", occOp, directOpen)
 }
 
 // runSides runs the get and put sub-benchmarks at concurrency 1 and 16,
