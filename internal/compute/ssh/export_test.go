@@ -28,5 +28,6 @@ func BreakTokenReader(d *Driver) {
 	defer func() { <-h.tokens.mu }()
 	if h.tokens.reader != nil {
 		h.tokens.reader.close()
+		<-h.tokens.reader.done
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	xssh "golang.org/x/crypto/ssh"
 
@@ -25,7 +26,7 @@ import (
 // line on standard input by reading the token file again, so a rotated
 // token still applies to the next operation.
 //
-// Protocol (one request at a time, answered in order):
+// Protocol (requests may be pipelined; the host answers them in order):
 //
 //	request:  <agentHash>\n                 (12 lowercase hex digits)
 //	answer:   ok <n>\n<n bytes of token>    or   err <reason>\n
@@ -90,25 +91,138 @@ func oneLine(s string) string {
 	return s
 }
 
-// tokenReader is the client side: the session, its pipes, and the
-// connection it was opened on. At most one request is in flight (mu).
+// tokenReader is the client side: the session, its pipes, the
+// connection it was opened on, and the requests waiting for answers.
+// Requests are pipelined: each is written (one writer at a time) and
+// queued in order; the read loop hands each answer to the oldest waiter,
+// since the host answers in order.
 type tokenReader struct {
 	client *xssh.Client
 	sess   *xssh.Session
 	in     io.WriteCloser
 	out    *bufio.Reader
+
+	wmu   chan struct{} // one writer; a channel so waiting honours ctx
+	mu    sync.Mutex
+	queue []chan tokenAnswer
+	done  chan struct{} // closed when the read loop ends: the session is dead
+	err   error         // why; set before done is closed
+}
+
+type tokenAnswer struct {
+	tok []byte
+	err error
 }
 
 // close ends the session (the reader on the host sees its standard input
-// end and exits). Only the session is closed, not stdin on its own: that
-// would race with a write still in progress (x/crypto/ssh's CloseWrite and
-// Write share an unguarded flag), while closing the channel is safe.
+// end and exits; the read loop ends and fails every waiter). Only the
+// session is closed, not stdin on its own: that would race with a write
+// still in progress (x/crypto/ssh's CloseWrite and Write share an
+// unguarded flag), while closing the channel is safe.
 func (t *tokenReader) close() {
 	_ = t.sess.Close()
 }
 
-// hostTokens is a host's reader: mu is a one-slot semaphore (a channel, so
-// waiting honours ctx).
+func (t *tokenReader) dead() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// readLoop reads answers until the session ends or speaks out of
+// protocol, then closes the session and fails the waiters left.
+func (t *tokenReader) readLoop() {
+	var err error
+	for {
+		var a tokenAnswer
+		if a, err = t.answer(); err != nil {
+			break
+		}
+		t.mu.Lock()
+		if len(t.queue) == 0 {
+			t.mu.Unlock()
+			err = errors.New("the token reader answered a request nobody sent")
+			break
+		}
+		ch := t.queue[0]
+		t.queue = t.queue[1:]
+		t.mu.Unlock()
+		ch <- a // buffered: a waiter that gave up does not block the loop
+	}
+	t.close()
+	t.mu.Lock()
+	t.err = err
+	for _, ch := range t.queue {
+		ch <- tokenAnswer{err: err}
+	}
+	t.queue = nil
+	close(t.done)
+	t.mu.Unlock()
+}
+
+// answer reads one answer: a token, an answered refusal (tokenError), or
+// an error that ends the session.
+func (t *tokenReader) answer() (tokenAnswer, error) {
+	line, err := t.out.ReadSlice('\n')
+	if err != nil {
+		return tokenAnswer{}, err
+	}
+	head := strings.TrimSuffix(string(line), "\n")
+	if reason, ok := strings.CutPrefix(head, "err "); ok {
+		return tokenAnswer{err: &tokenError{reason: reason}}, nil
+	}
+	ns, ok := strings.CutPrefix(head, "ok ")
+	n, err := strconv.Atoi(ns)
+	if !ok || err != nil || n < 0 || n > agentgw.MaxSecretFileBytes {
+		return tokenAnswer{}, errors.New("the token reader answered out of protocol")
+	}
+	tok := make([]byte, n)
+	if _, err := io.ReadFull(t.out, tok); err != nil {
+		return tokenAnswer{}, err
+	}
+	return tokenAnswer{tok: tok}, nil
+}
+
+// read sends one request and waits for its answer, within ctx. A waiter
+// whose ctx ends closes the session: the host may be stuck on that file,
+// and every later answer would then be late too (the others fail and are
+// retried on a new session by readToken).
+func (t *tokenReader) read(ctx context.Context, agentHash string) ([]byte, error) {
+	select {
+	case t.wmu <- struct{}{}:
+	case <-t.done:
+		return nil, t.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	ch := make(chan tokenAnswer, 1)
+	t.mu.Lock()
+	if t.dead() {
+		t.mu.Unlock()
+		<-t.wmu
+		return nil, t.err
+	}
+	t.queue = append(t.queue, ch)
+	t.mu.Unlock()
+	_, err := io.WriteString(t.in, agentHash+"\n")
+	<-t.wmu
+	if err != nil {
+		t.close() // the loop fails ch with the session's end
+	}
+	select {
+	case a := <-ch:
+		return a.tok, a.err
+	case <-ctx.Done():
+		t.close()
+		return nil, ctx.Err()
+	}
+}
+
+// hostTokens is a host's reader: mu (a one-slot semaphore, a channel so
+// waiting honours ctx) guards opening and replacing it, not the reads.
 type hostTokens struct {
 	mu     chan struct{}
 	reader *tokenReader // nil: open on next use
@@ -116,24 +230,18 @@ type hostTokens struct {
 
 // readToken reads the Agent's token through the host's reader session,
 // opening it (after the host check, which verifies the uploaded binary)
-// when there is none or its connection was replaced. A reader that fails
-// mid-request is closed and opened again once: reading a token changes
-// nothing, so repeating it is safe. The token session is not one of the
-// MaxSessions slots: it is one extra, long-lived session per host, and a
-// slot-holding reader could starve (or, with maxSessions 1, deadlock) the
-// operation that needs the token.
+// when there is none, it died, or its connection was replaced. A read on
+// a session that fails is repeated once on a new one: reading a token
+// changes nothing, so repeating it is safe. The token session is not one
+// of the MaxSessions slots: it is one extra, long-lived session per host,
+// and a slot-holding reader could starve (or, with maxSessions 1,
+// deadlock) the operation that needs the token.
 func (h *host) readToken(ctx context.Context, agentHash string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("ssh: host %s: read token: %w", h.cfg.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.d.cfg.CommandTimeout)
 	defer cancel()
-	select {
-	case h.tokens.mu <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("ssh: host %s: waiting for the token reader: %w", h.cfg.Name, ctx.Err())
-	}
-	defer func() { <-h.tokens.mu }()
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		var tr *tokenReader
@@ -149,9 +257,7 @@ func (h *host) readToken(ctx context.Context, agentHash string) ([]byte, error) 
 		if errors.As(err, &answered) {
 			return nil, err // the reader works; the file is the problem
 		}
-		// The session broke or stalled: it is out of step, close it.
 		tr.close()
-		h.tokens.reader = nil
 		if ctx.Err() != nil {
 			break
 		}
@@ -165,8 +271,14 @@ type tokenError struct{ reason string }
 func (e *tokenError) Error() string { return "the host refused the token file: " + e.reason }
 
 // tokenReader returns the open reader on the host's current client,
-// opening one if needed. Called with h.tokens.mu held.
+// opening one if needed.
 func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
+	select {
+	case h.tokens.mu <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("ssh: host %s: waiting for the token reader: %w", h.cfg.Name, ctx.Err())
+	}
+	defer func() { <-h.tokens.mu }()
 	if err := h.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -175,10 +287,10 @@ func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 		return nil, err
 	}
 	if tr := h.tokens.reader; tr != nil {
-		if tr.client == c {
+		if tr.client == c && !tr.dead() {
 			return tr, nil
 		}
-		tr.close() // the connection was replaced
+		tr.close() // dead, or its connection was replaced
 		h.tokens.reader = nil
 	}
 	s, err := c.NewSession()
@@ -203,54 +315,9 @@ func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("ssh: host %s: start the token reader: %w", h.cfg.Name, err)
 	}
-	tr := &tokenReader{client: c, sess: s, in: in, out: bufio.NewReaderSize(out, 64+agentgw.MaxSecretFileBytes)}
+	tr := &tokenReader{client: c, sess: s, in: in, out: bufio.NewReaderSize(out, 64+agentgw.MaxSecretFileBytes),
+		wmu: make(chan struct{}, 1), done: make(chan struct{})}
+	go tr.readLoop()
 	h.tokens.reader = tr
 	return tr, nil
-}
-
-// read sends one request and reads its answer, within ctx: the session's
-// streams have no deadlines, so a stalled answer is abandoned when ctx
-// ends and the caller closes the session (it is then out of step).
-func (t *tokenReader) read(ctx context.Context, agentHash string) ([]byte, error) {
-	type result struct {
-		tok []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		tok, err := t.exchange(agentHash)
-		done <- result{tok, err}
-	}()
-	select {
-	case r := <-done:
-		return r.tok, r.err
-	case <-ctx.Done():
-		t.close() // unblocks exchange
-		<-done
-		return nil, ctx.Err()
-	}
-}
-
-func (t *tokenReader) exchange(agentHash string) ([]byte, error) {
-	if _, err := io.WriteString(t.in, agentHash+"\n"); err != nil {
-		return nil, err
-	}
-	line, err := t.out.ReadSlice('\n')
-	if err != nil {
-		return nil, err
-	}
-	head := strings.TrimSuffix(string(line), "\n")
-	if reason, ok := strings.CutPrefix(head, "err "); ok {
-		return nil, &tokenError{reason: reason}
-	}
-	ns, ok := strings.CutPrefix(head, "ok ")
-	n, err := strconv.Atoi(ns)
-	if !ok || err != nil || n < 0 || n > agentgw.MaxSecretFileBytes {
-		return nil, errors.New("the token reader answered out of protocol")
-	}
-	tok := make([]byte, n)
-	if _, err := io.ReadFull(t.out, tok); err != nil {
-		return nil, err
-	}
-	return tok, nil
 }

@@ -3,6 +3,7 @@ package ssh_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,33 @@ func TestTokenReader(t *testing.T) {
 	}
 	if computessh.TokenReaderSession(d) != sess {
 		t.Error("a refused file replaced the session")
+	}
+	// Pipelined: concurrent reads share the session, each gets its answer.
+	other := filepath.Join(cfg.Root, "tokens", "ba9876543211")
+	if err := os.WriteFile(other, []byte("other-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 32)
+	for i := range 32 {
+		go func() {
+			hash, want := agentHash, "second-token"
+			if i%2 == 1 {
+				hash, want = "ba9876543211", "other-token"
+			}
+			got, err := computessh.ReadTokenOnHost(ctx, d, hash)
+			if err == nil && string(got) != want {
+				err = fmt.Errorf("read %s = %q, want %q", hash, got, want)
+			}
+			errs <- err
+		}()
+	}
+	for range 32 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if computessh.TokenReaderSession(d) != sess {
+		t.Error("concurrent reads opened a new session")
 	}
 	computessh.BreakTokenReader(d)
 	read("second-token")
