@@ -34,8 +34,8 @@ const (
 )
 
 func newSwitchFiles(t testing.TB) *switchFiles {
-	pooled := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true}})
-	muxed := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true, MaxInFlight: 16}})
+	pooled := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true, MaxInFlight: 1}})
+	muxed := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true}}) // the default: multiplexed
 	t.Cleanup(pooled.Close)
 	t.Cleanup(muxed.Close)
 	return &switchFiles{plain: agentgw.New(agentgw.Options{}), pooled: pooled, muxed: muxed}
@@ -211,8 +211,8 @@ func benchFiles(b *testing.B, le *deployEnv, srvURL, agent string, dialNative fu
 		return err
 	}
 	defer le.files.mode.Store(filesPlain)
-	// pool/: serialized (MaxInFlight 1, the default); poolmux/: up to 16
-	// operations multiplexed by request id on the one connection.
+	// pool/: serialized (MaxInFlight 1); poolmux/: up to 16 operations
+	// multiplexed by request id on the one connection (the default).
 	for _, m := range []struct {
 		prefix string
 		mode   int32
