@@ -74,13 +74,18 @@ func TestPoolReuse(t *testing.T) {
 		}
 	}
 
-	// The fake counts connections: one for many operations.
+	// The fake counts connections: one for many operations, each with a
+	// context that ends right after it (as an API request's does), so the
+	// connection outlives the operation that dialed it.
 	f := gwtest.NewFakeGateway(t, gwtest.FakeOptions{})
 	c := pooled(agentgw.PoolOptions{})
 	defer c.Close()
 	ft := f.DirectTarget(t)
 	for range 5 {
-		if _, err := c.Get(testCtx(t), ft, workspace.SoulMD); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := c.Get(ctx, ft, workspace.SoulMD)
+		cancel()
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
