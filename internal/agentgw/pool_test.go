@@ -298,4 +298,7 @@ func TestPoolCanceledOperation(t *testing.T) {
 	if _, err := c.Get(testCtx(t), target, workspace.SoulMD); err != nil {
 		t.Errorf("Get after a timed-out one: %v", err)
 	}
+	if n := f.Connections(); n != 2 {
+		t.Errorf("%d connections, want 2 (the one the timed-out Get left is not reused)", n)
+	}
 }
