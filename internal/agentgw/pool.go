@@ -23,8 +23,8 @@ const (
 	DefaultPoolMaxConnections = 64
 	// DefaultPoolMaxInFlight: operations multiplexed on one connection.
 	// The files benchmark measured multiplexing against taking turns at
-	// concurrency 16 (docs/performance.md): 1.4x (local) to 1.7x (SSH)
-	// the pooled throughput.
+	// concurrency 16 (docs/performance.md): 1.2x to 2.4x the pooled
+	// throughput, in two runs on the local and SSH drivers.
 	DefaultPoolMaxInFlight = 16
 )
 
