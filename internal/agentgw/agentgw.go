@@ -1,6 +1,9 @@
 // Package agentgw is OCC's client for the native OpenClaw gateway protocol
 // (WebSocket protocol 4, as served by openclaw 2026.9.6): one connection per
-// operation, the connect.challenge / connect / hello-ok handshake as a
+// operation (or, optionally, one pooled connection per gateway that is
+// dropped when the credential or CA read for an operation differs from
+// what it was opened with: pool.go), the connect.challenge / connect /
+// hello-ok handshake as a
 // device-less backend ("gateway-client"/"backend"), a scope check on the
 // hello, and agents.files.get / agents.files.set for the native agent
 // "main".

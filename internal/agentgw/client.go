@@ -58,6 +58,9 @@ type Options struct {
 	// Observer, when set, is told of every operation (metrics); nil
 	// observes nothing.
 	Observer Observer
+	// Pool turns on the optional pooled connection per gateway
+	// (pool.go); off by default.
+	Pool PoolOptions
 }
 
 // Observer receives one call per operation: operation "get" or "set",
@@ -73,14 +76,17 @@ type Observer interface {
 // delegates to the first provider set, so it may be taken at init).
 var tracer = otel.Tracer("github.com/openclaw/occ/internal/agentgw")
 
-// Client is the native gateway client. It holds no connections and no
-// credentials between operations, so it is safe for concurrent use and a
-// rotated key, token or CA bundle takes effect on the next operation.
+// Client is the native gateway client. Without a pool it holds no
+// connections and no credentials between operations; with one it holds
+// connections but still reads the credentials for every operation. Either
+// way it is safe for concurrent use and a rotated key, token or CA bundle
+// takes effect on the next operation.
 type Client struct {
 	readLimit int64
 	log       *slog.Logger
 	obs       Observer
 	version   string
+	pool      *pool // nil: a fresh connection per operation
 }
 
 var _ FileClient = (*Client)(nil)
@@ -97,7 +103,18 @@ func New(opts Options) *Client {
 	if c.version == "" {
 		c.version = "occ"
 	}
+	if opts.Pool.Enabled {
+		c.pool = newPool(opts.Pool)
+	}
 	return c
+}
+
+// Close closes the pooled connections, if any; operations after it open
+// a connection of their own each. Safe to call more than once.
+func (c *Client) Close() {
+	if c.pool != nil {
+		c.pool.close()
+	}
 }
 
 // Get reads a workspace file of the native agent "main". A missing file is
@@ -218,6 +235,11 @@ func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {
 	if err := ctx.Err(); err != nil {
 		return File{}, unavailable(ctxReason(err), err)
 	}
+	if c.pool != nil {
+		if key, ok := keyOf(t); ok {
+			return c.runPooled(ctx, key, p, o)
+		}
+	}
 
 	s, err := c.dial(ctx, p)
 	if err != nil {
@@ -236,6 +258,70 @@ func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {
 		return s.set(ctx, o)
 	}
 	return s.get(ctx, o)
+}
+
+// runPooled runs o on the gateway's pooled connection (pool.go), after
+// prepare has read and validated this operation's credential and CA.
+func (c *Client) runPooled(ctx context.Context, key poolKey, p *prepared, o operation) (File, error) {
+	fp := c.pool.fingerprint(p)
+	dial := func() (*pconn, error) {
+		s, err := c.dial(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		hello, err := s.handshake(ctx, p, c.version)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		pc := &pconn{p: c.pool, key: key, fp: fp, s: s, hello: hello,
+			turns: make(chan struct{}, c.pool.opts.MaxInFlight), done: make(chan struct{}), pending: map[string]chan inFrame{}}
+		go pc.readLoop()
+		return pc, nil
+	}
+	for attempt := 0; ; attempt++ {
+		pc, err := c.pool.acquire(ctx, key, fp, dial)
+		if err != nil {
+			return File{}, err
+		}
+		f, err := pooledOp(ctx, pc, o)
+		pc.releaseTurn()
+		c.pool.release(pc)
+		if attempt == 0 && errors.Is(err, errPooledDead) {
+			continue // nothing was sent: one fresh dial
+		}
+		return f, err
+	}
+}
+
+// pooledOp is get or set on a pooled connection, with the same failure
+// semantics as on a connection of its own: before Write nothing was sent
+// (Unavailable); after it, a set without a reliable answer is
+// OutcomeUnknown.
+func pooledOp(ctx context.Context, pc *pconn, o operation) (File, error) {
+	if err := checkGrant(pc.hello, o.set); err != nil {
+		return File{}, err
+	}
+	if !o.set {
+		res, _, err := pc.roundTrip(ctx, methodGet, getParams{AgentID: NativeAgentID, Name: o.name})
+		if err != nil {
+			return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
+		}
+		return getResult(res, o)
+	}
+	// Last point at which nothing has been sent.
+	if err := ctx.Err(); err != nil {
+		return File{}, unavailable(ctxReason(err), err)
+	}
+	res, sent, err := pc.roundTrip(ctx, methodSet,
+		setParams{AgentID: NativeAgentID, Name: o.name, Content: o.content, ExpectedHash: strings.ToLower(o.expectedHash)})
+	if err != nil {
+		if !sent {
+			return File{}, unavailable("connection_lost", err)
+		}
+		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
+	}
+	return setResult(res, o)
 }
 
 // session is one WebSocket connection, used for exactly one operation.
@@ -423,6 +509,11 @@ func (s *session) get(ctx context.Context, o operation) (File, error) {
 	if err != nil {
 		return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
 	}
+	return getResult(res, o)
+}
+
+// getResult maps a get's answer.
+func getResult(res inFrame, o operation) (File, error) {
 	if !res.OK {
 		if res.Error == nil {
 			return File{}, unavailable("invalid_answer", errors.New("answer has neither payload nor error"))
@@ -491,6 +582,12 @@ func (s *session) set(ctx context.Context, o operation) (File, error) {
 	if err != nil {
 		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
 	}
+	return setResult(res, o)
+}
+
+// setResult maps a set's answer: answered errors were not applied;
+// anything unusable after the frame was sent is OutcomeUnknown.
+func setResult(res inFrame, o operation) (File, error) {
 	if !res.OK {
 		if res.Error == nil {
 			return File{}, outcomeUnknown("invalid_answer", errors.New("answer has neither payload nor error"))

@@ -57,6 +57,13 @@ func readSecretFile(path string, followSymlinks bool) ([]byte, error) {
 	return b, nil
 }
 
+// ReadTokenFile reads a gateway token file under readSecretFile's rules
+// (no symlink). The SSH driver's reader on a remote host uses it, so a
+// token read there passes the same checks as one read here.
+func ReadTokenFile(path string) ([]byte, error) {
+	return readSecretFile(path, false)
+}
+
 // checkSecret applies readSecretFile's content rule to a secret read some
 // other way (through a tunnel): non-empty, at most MaxSecretFileBytes,
 // every byte in '!'..'~'. The error never contains a byte of it.

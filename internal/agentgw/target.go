@@ -30,6 +30,7 @@ type prepared struct {
 	tls       *tls.Config // routed only
 	token     string      // direct only; goes into connect.params.auth
 	tunnel    compute.Tunnel
+	caPEM     []byte // routed: the CA bundle as read (public), for the pool's fingerprint
 }
 
 // prepare validates the Target and reads its credential (and CA bundle) for
@@ -71,13 +72,13 @@ func prepare(ctx context.Context, t Target) (*prepared, error) {
 		if err != nil {
 			return nil, unavailable("credential", fmt.Errorf("service key file: %w", err))
 		}
-		tc, err := routedTLS(t.CAFile)
+		tc, caPEM, err := routedTLS(t.CAFile)
 		if err != nil {
 			return nil, unavailable("ca", err)
 		}
 		h := http.Header{}
 		h.Set(HeaderAPIKey, string(key))
-		return &prepared{transport: Routed, url: t.URL, header: h, tls: tc}, nil
+		return &prepared{transport: Routed, url: t.URL, header: h, tls: tc, caPEM: caPEM}, nil
 	default:
 		return nil, unavailable("invalid_target", fmt.Errorf("unknown transport %q", t.Transport))
 	}
@@ -157,24 +158,24 @@ func parseBareURL(raw, scheme string) (*url.URL, error) {
 // certificates in caFile (read now, for this operation), hostname
 // verification by crypto/tls (ServerName comes from the URL), TLS 1.2 or
 // newer, and HTTP/1.1 only because the WebSocket upgrade needs it.
-func routedTLS(caFile string) (*tls.Config, error) {
+func routedTLS(caFile string) (*tls.Config, []byte, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		// No system roots (a scratch image): the CA file alone must do.
 		pool = x509.NewCertPool()
 	}
+	var pem []byte
 	if caFile != "" {
-		pem, err := readCAFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("CA file: %w", err)
+		if pem, err = readCAFile(caFile); err != nil {
+			return nil, nil, fmt.Errorf("CA file: %w", err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.New("CA file holds no PEM certificate")
+			return nil, nil, errors.New("CA file holds no PEM certificate")
 		}
 	}
 	return &tls.Config{
 		RootCAs:    pool,
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"http/1.1"},
-	}, nil
+	}, pem, nil
 }

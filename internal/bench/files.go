@@ -35,7 +35,7 @@ func FilesBenchmark(ctx context.Context, moduleDir string, ops int) ([]Result, e
 	return parseFilesBenchmark(out.String())
 }
 
-var benchLine = regexp.MustCompile(`^BenchmarkWorkspaceFiles/(get|put)/conc=(\d+)\S*\s+(\d+)\s+(.*)$`)
+var benchLine = regexp.MustCompile(`^BenchmarkWorkspaceFiles/(pool/|poolmux/)?(get|put)/conc=(\d+)\S*\s+(\d+)\s+(.*)$`)
 
 // parseFilesBenchmark reads the benchmark's custom metrics ("1.23
 // occ-p50-ms" pairs) into one row per side and sub-benchmark, plus the
@@ -48,24 +48,35 @@ func parseFilesBenchmark(out string) ([]Result, error) {
 		if m == nil {
 			continue
 		}
-		conc, _ := strconv.Atoi(m[2])
+		pooled := m[1] != ""
+		conc, _ := strconv.Atoi(m[3])
 		metrics := map[string]float64{}
-		n, _ := strconv.Atoi(m[3])
-		f := strings.Fields(m[4])
+		n, _ := strconv.Atoi(m[4])
+		f := strings.Fields(m[5])
 		for i := 0; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err == nil {
 				metrics[f[i+1]] = v
 			}
 		}
-		op := strings.ToUpper(m[1])
+		op := strings.ToUpper(m[2])
+		occName, directName, ratioName := " through OCC", " direct (native)", " OCC / direct"
+		if pooled {
+			// OCC with --gateway-pool against the native call on one open
+			// connection; poolmux/ multiplexes OCC's operations on it.
+			mode := "pooled"
+			if m[1] == "poolmux/" {
+				mode = "pooled, multiplexed"
+			}
+			occName, directName, ratioName = " through OCC, "+mode, " direct, one open connection", " OCC "+mode+" / direct"
+		}
 		msd := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 		rs = append(rs,
-			Result{Engine: "gateway", Name: "file " + op + " through OCC", Concurrency: conc, Ops: n,
+			Result{Engine: "gateway", Name: "file " + op + occName, Concurrency: conc, Ops: n,
 				P50: msd(metrics["occ-p50-ms"]), P99: msd(metrics["occ-p99-ms"]), PerSecond: metrics["occ-ops/s"]},
-			Result{Engine: "gateway", Name: "file " + op + " direct (native)", Concurrency: conc, Ops: n,
+			Result{Engine: "gateway", Name: "file " + op + directName, Concurrency: conc, Ops: n,
 				P50: msd(metrics["direct-p50-ms"]), P99: msd(metrics["direct-p99-ms"]), PerSecond: metrics["direct-ops/s"]},
-			Result{Engine: "gateway", Name: "file " + op + " OCC / direct", Concurrency: conc,
+			Result{Engine: "gateway", Name: "file " + op + ratioName, Concurrency: conc,
 				Note: fmt.Sprintf("p50 %.2fx, p99 %.2fx, throughput %.0f%%", metrics["p50-ratio"], metrics["p99-ratio"], 100*metrics["throughput-ratio"])})
 	}
 	if len(rs) == 0 {

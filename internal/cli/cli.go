@@ -155,7 +155,7 @@ variable and a key in the --config YAML file; see docs/configuration.md.`,
 	// cobra's completion command (occ completion bash|zsh|fish|powershell)
 	// is part of the client commands' interface (docs/cli.md).
 	root.AddCommand(newServerCmd(d), newWorkerCmd(d), newMigrateCmd(d), newVersionCmd(d), newWorkspaceSetupCmd(d),
-		newInstallSelfCmd(d), newBackupCmd(d))
+		newInstallSelfCmd(d), newBackupCmd(d), newSSHTokenReaderCmd(d))
 	addClientCmds(root, d)
 	return root
 }

@@ -112,7 +112,10 @@ type Endpoint struct {
 // loopback. URL still names that loopback address (as the gateway sees
 // it); only the way to it differs. Both methods are called once per
 // operation, honour ctx's deadline, and say nothing of the token in their
-// errors.
+// errors. An implementation should be a comparable value that is equal
+// for the same gateway across Endpoint calls: a gateway client that pools
+// connections uses it to recognize the gateway (one that is not comparable
+// is never pooled).
 type Tunnel interface {
 	// DialGateway opens a stream to the gateway's loopback port on the
 	// remote host (an SSH direct-tcpip channel, for example).

@@ -91,6 +91,14 @@ type Config struct {
 	// GatewayCAFile optionally adds CA certificates (PEM) to the system
 	// roots for routed gateway TLS.
 	GatewayCAFile string
+	// GatewayPool turns on the optional pooled gateway connection per
+	// Agent (agentgw.PoolOptions): the credential and CA are still read
+	// and compared for every operation. Off by default.
+	GatewayPool bool
+	// GatewayPoolIdleTimeout closes a pooled connection unused this long.
+	GatewayPoolIdleTimeout time.Duration
+	// GatewayPoolMaxConnections caps the pooled connections.
+	GatewayPoolMaxConnections int
 	// WorkspaceFileTimeout bounds one workspace file read or write,
 	// including admission and the native call.
 	WorkspaceFileTimeout time.Duration
@@ -109,10 +117,17 @@ type Config struct {
 // Load makes it absolute.
 const (
 	DefaultWorkspaceFileTimeout = 30 * time.Second
-	DefaultDataDir              = ".occ"
-	DefaultListen               = "127.0.0.1:8080"
-	DefaultSessionTTL           = 12 * time.Hour
-	DefaultSessionIdleTimeout   = 2 * time.Hour
+	// DefaultGatewayPoolIdleTimeout and DefaultGatewayPoolMaxConnections
+	// mirror agentgw's pool defaults; MaxGatewayPoolMaxConnections bounds
+	// the open connections (and, with the SSH driver, the channels) one
+	// process may hold.
+	DefaultGatewayPoolIdleTimeout    = 60 * time.Second
+	DefaultGatewayPoolMaxConnections = 64
+	MaxGatewayPoolMaxConnections     = 4096
+	DefaultDataDir                   = ".occ"
+	DefaultListen                    = "127.0.0.1:8080"
+	DefaultSessionTTL                = 12 * time.Hour
+	DefaultSessionIdleTimeout        = 2 * time.Hour
 	// MaxPasswordHashConcurrency mirrors authn.MaxHashConcurrency.
 	MaxPasswordHashConcurrency = 64
 	DefaultShutdownTimeout     = 15 * time.Second
@@ -143,6 +158,9 @@ func defaults() Config {
 		LogFormat:            DefaultLogFormat,
 		WorkspaceFileTimeout: DefaultWorkspaceFileTimeout,
 		EmbeddedWorker:       true,
+
+		GatewayPoolIdleTimeout:    DefaultGatewayPoolIdleTimeout,
+		GatewayPoolMaxConnections: DefaultGatewayPoolMaxConnections,
 	}
 }
 
@@ -218,6 +236,12 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 		} else if c.MetricsListen == c.Listen {
 			add(fmt.Errorf("metrics listen address %q must differ from the API listen address", c.MetricsListen))
 		}
+	}
+	if c.GatewayPoolIdleTimeout <= 0 {
+		add(fmt.Errorf("gateway pool idle timeout must be positive, got %s", c.GatewayPoolIdleTimeout))
+	}
+	if c.GatewayPoolMaxConnections < 1 || c.GatewayPoolMaxConnections > MaxGatewayPoolMaxConnections {
+		add(fmt.Errorf("gateway pool max connections must be between 1 and %d, got %d", MaxGatewayPoolMaxConnections, c.GatewayPoolMaxConnections))
 	}
 	if c.WorkspaceFileTimeout <= 0 {
 		add(fmt.Errorf("workspace file timeout must be positive, got %s", c.WorkspaceFileTimeout))
@@ -377,6 +401,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("logLevel", c.LogLevel),
 		slog.String("logFormat", c.LogFormat),
 		slog.Bool("embeddedWorker", c.EmbeddedWorker),
+		slog.Bool("gatewayPool", c.GatewayPool),
 	)
 }
 

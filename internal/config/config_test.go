@@ -75,6 +75,10 @@ runtime:
 gateway:
   apiKeyFile: /etc/openclaw/gateway-api-key/key
   caFile: /etc/openclaw/gateway-ca/ca.crt
+  pool:
+    enabled: true
+    idleTimeout: 2m
+    maxConnections: 128
 workspaceFiles:
   timeout: 10s
 worker:
@@ -104,6 +108,9 @@ func fullFileConfig() Config {
 		OpenClawRuntime:            "/opt/occ/runtime",
 		GatewayAPIKeyFile:          "/etc/openclaw/gateway-api-key/key",
 		GatewayCAFile:              "/etc/openclaw/gateway-ca/ca.crt",
+		GatewayPool:                true,
+		GatewayPoolIdleTimeout:     2 * time.Minute,
+		GatewayPoolMaxConnections:  128,
 		WorkspaceFileTimeout:       10 * time.Second,
 		EmbeddedWorker:             false,
 		MetricsListen:              "127.0.0.1:9464",
@@ -305,6 +312,9 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"gateway-api-key-file":          "/etc/occ/key",
 		"gateway-ca-file":               "/etc/occ/ca.pem",
 		"workspace-file-timeout":        "5s",
+		"gateway-pool":                  "true",
+		"gateway-pool-idle-timeout":     "90s",
+		"gateway-pool-max-connections":  "4096",
 		"embedded-worker":               "false",
 		"metrics-listen":                "127.0.0.1:9464",
 	}
@@ -357,7 +367,7 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker", "password-hash-concurrency":
+	case "embedded-worker", "password-hash-concurrency", "gateway-pool", "gateway-pool-max-connections":
 		return v // a YAML boolean or number, not a string
 	}
 	return `"` + v + `"`
@@ -455,6 +465,11 @@ func TestValidate(t *testing.T) {
 		{"postgres URL", func(c *Config) { c.DatabaseURL = "postgres://occ:secret@127.0.0.1:5432/occ?sslmode=disable" }, ""},
 
 		{"metrics listener", func(c *Config) { c.MetricsListen = "127.0.0.1:9464" }, ""},
+		{"gateway pool at its cap", func(c *Config) { c.GatewayPool, c.GatewayPoolMaxConnections = true, MaxGatewayPoolMaxConnections }, ""},
+		{"gateway pool one past its cap", func(c *Config) { c.GatewayPoolMaxConnections = MaxGatewayPoolMaxConnections + 1 }, "gateway pool max connections must be between 1 and 4096, got 4097"},
+		{"gateway pool at one connection", func(c *Config) { c.GatewayPoolMaxConnections = 1 }, ""},
+		{"gateway pool without connections", func(c *Config) { c.GatewayPoolMaxConnections = 0 }, "gateway pool max connections must be between 1 and 4096, got 0"},
+		{"gateway pool idle timeout", func(c *Config) { c.GatewayPoolIdleTimeout = 0 }, "gateway pool idle timeout must be positive, got 0s"},
 		{"metrics listener without port", func(c *Config) { c.MetricsListen = "localhost" }, `metrics listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
 		{"metrics listener on the API address", func(c *Config) { c.MetricsListen = c.Listen }, `metrics listen address "127.0.0.1:8080" must differ from the API listen address`},
 		{"empty data dir", func(c *Config) { c.DataDir = " " }, "data dir must not be empty"},

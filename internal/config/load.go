@@ -138,6 +138,23 @@ var options = []option{
 		set:   func(c *Config, s string) error { c.GatewayCAFile = s; return nil },
 	},
 	{
+		flag: "gateway-pool", env: "OCC_GATEWAY_POOL", yaml: "gateway.pool.enabled", typ: "bool", def: "false",
+		usage: "keep one open gateway connection per Agent and reuse it; the credential and CA are still read and compared for every operation",
+		set:   func(c *Config, s string) error { return setBool(&c.GatewayPool, s) },
+	},
+	{
+		flag: "gateway-pool-idle-timeout", env: "OCC_GATEWAY_POOL_IDLE_TIMEOUT", yaml: "gateway.pool.idleTimeout", typ: "duration",
+		def:   shortDuration(DefaultGatewayPoolIdleTimeout),
+		usage: "close a pooled gateway connection unused this long",
+		set:   func(c *Config, s string) error { return setDuration(&c.GatewayPoolIdleTimeout, s) },
+	},
+	{
+		flag: "gateway-pool-max-connections", env: "OCC_GATEWAY_POOL_MAX_CONNECTIONS", yaml: "gateway.pool.maxConnections", typ: "int",
+		def:   strconv.Itoa(DefaultGatewayPoolMaxConnections),
+		usage: "most pooled gateway connections kept open (1-4096)",
+		set:   func(c *Config, s string) error { return setInt(&c.GatewayPoolMaxConnections, s) },
+	},
+	{
 		flag: "workspace-file-timeout", env: "OCC_WORKSPACE_FILE_TIMEOUT", yaml: "workspaceFiles.timeout", typ: "duration",
 		def:   shortDuration(DefaultWorkspaceFileTimeout),
 		usage: "deadline of one workspace file read or write, including the native call",
@@ -368,8 +385,15 @@ type fileRuntime struct {
 }
 
 type fileGateway struct {
-	APIKeyFile string `yaml:"apiKeyFile"`
-	CAFile     string `yaml:"caFile"`
+	APIKeyFile string          `yaml:"apiKeyFile"`
+	CAFile     string          `yaml:"caFile"`
+	Pool       fileGatewayPool `yaml:"pool"`
+}
+
+type fileGatewayPool struct {
+	Enabled        bool          `yaml:"enabled"`
+	IdleTimeout    time.Duration `yaml:"idleTimeout"`
+	MaxConnections int           `yaml:"maxConnections"`
 }
 
 type fileWorkspaceFiles struct {
@@ -449,10 +473,11 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
 		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
 		Runtime:         fileRuntime{OpenClaw: c.OpenClawRuntime},
-		Gateway:         fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile},
-		WorkspaceFiles:  fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
-		Worker:          fileWorker{Embedded: c.EmbeddedWorker},
-		Metrics:         fileMetrics{Listen: c.MetricsListen},
+		Gateway: fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile,
+			Pool: fileGatewayPool{Enabled: c.GatewayPool, IdleTimeout: c.GatewayPoolIdleTimeout, MaxConnections: c.GatewayPoolMaxConnections}},
+		WorkspaceFiles: fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
+		Worker:         fileWorker{Embedded: c.EmbeddedWorker},
+		Metrics:        fileMetrics{Listen: c.MetricsListen},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -508,6 +533,9 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		OpenClawRuntime:            fc.Runtime.OpenClaw,
 		GatewayAPIKeyFile:          fc.Gateway.APIKeyFile,
 		GatewayCAFile:              fc.Gateway.CAFile,
+		GatewayPool:                fc.Gateway.Pool.Enabled,
+		GatewayPoolIdleTimeout:     fc.Gateway.Pool.IdleTimeout,
+		GatewayPoolMaxConnections:  fc.Gateway.Pool.MaxConnections,
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
 		EmbeddedWorker:             fc.Worker.Embedded,
 		MetricsListen:              fc.Metrics.Listen,

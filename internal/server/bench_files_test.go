@@ -9,12 +9,55 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
 )
+
+// switchFiles is the FileClient of real-gateway envs: a fresh connection
+// per operation, as OCC runs by default, or, while mode says so, a pooled
+// client (--gateway-pool), serialized or multiplexed, so one env
+// benchmarks all three.
+type switchFiles struct {
+	plain, pooled, muxed *agentgw.Client
+	mode                 atomic.Int32 // filesPlain, filesPooled, filesMuxed
+}
+
+const (
+	filesPlain = iota
+	filesPooled
+	filesMuxed
+)
+
+func newSwitchFiles(t testing.TB) *switchFiles {
+	pooled := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true, MaxInFlight: 1}})
+	muxed := agentgw.New(agentgw.Options{Pool: agentgw.PoolOptions{Enabled: true}}) // the default: multiplexed
+	t.Cleanup(pooled.Close)
+	t.Cleanup(muxed.Close)
+	return &switchFiles{plain: agentgw.New(agentgw.Options{}), pooled: pooled, muxed: muxed}
+}
+
+func (s *switchFiles) client() *agentgw.Client {
+	switch s.mode.Load() {
+	case filesPooled:
+		return s.pooled
+	case filesMuxed:
+		return s.muxed
+	}
+	return s.plain
+}
+
+func (s *switchFiles) Get(ctx context.Context, t agentgw.Target, name string) (agentgw.File, error) {
+	return s.client().Get(ctx, t, name)
+}
+
+func (s *switchFiles) Set(ctx context.Context, t agentgw.Target, name, content, expectedHash string) (agentgw.File, error) {
+	return s.client().Set(ctx, t, name, content, expectedHash)
+}
 
 // BenchmarkWorkspaceFiles measures OCC's file GET and PUT, over HTTP on
 // loopback through the whole stack (admission, authorization, the active
@@ -87,7 +130,11 @@ func BenchmarkWorkspaceFilesSSH(b *testing.B) {
 }
 
 // benchFiles measures OCC's GET and PUT of SOUL.md through the API at
-// srvURL against dialNative's direct native call, at concurrency 1 and 16.
+// srvURL against dialNative's direct native call, at concurrency 1 and 16:
+// first both with a fresh connection per operation, then ("pool/...")
+// OCC with its pooled connection against the native call on one open
+// connection (shared by the goroutines one call at a time, as the bare
+// native client cannot match answers to concurrent requests).
 func benchFiles(b *testing.B, le *deployEnv, srvURL, agent string, dialNative func(context.Context) (*gwtest.Native, error)) {
 	url := srvURL + "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/SOUL.md"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -130,11 +177,62 @@ func benchFiles(b *testing.B, le *deployEnv, srvURL, agent string, dialNative fu
 	if err := occOp(true); err != nil {
 		b.Fatalf("warm-up PUT: %v", err)
 	}
+	runSides(b, "", occOp, directOp)
+
+	var mu sync.Mutex
+	var open *gwtest.Native
+	defer func() {
+		if open != nil {
+			open.Close()
+		}
+	}()
+	directOpen := func(put bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if open == nil {
+			n, err := dialNative(ctx)
+			if err != nil {
+				return err
+			}
+			open = n
+		}
+		var err error
+		if put {
+			_, err = open.SetFile(ctx, "SOUL.md", "bench soul")
+		} else {
+			_, err = open.GetFile(ctx, "SOUL.md")
+		}
+		if err != nil {
+			open.Close()
+			open = nil
+		}
+		return err
+	}
+	defer le.files.mode.Store(filesPlain)
+	// pool/: serialized (MaxInFlight 1); poolmux/: up to 16 operations
+	// multiplexed by request id on the one connection (the default).
+	for _, m := range []struct {
+		prefix string
+		mode   int32
+	}{{"pool/", filesPooled}, {"poolmux/", filesMuxed}} {
+		le.files.mode.Store(m.mode)
+		if err := occOp(true); err != nil {
+			b.Fatalf("warm-up %sPUT: %v", m.prefix, err)
+		}
+		runSides(b, m.prefix, occOp, directOpen)
+	}
+}
+
+// runSides runs the get and put sub-benchmarks at concurrency 1 and 16,
+// both sides in interleaved rounds.
+func runSides(b *testing.B, prefix string, occOp, directOp func(put bool) error) {
 	for _, conc := range []int{1, 16} {
 		for _, put := range []bool{false, true} {
-			name := fmt.Sprintf("get/conc=%d", conc)
+			name := fmt.Sprintf("%sget/conc=%d", prefix, conc)
 			if put {
-				name = fmt.Sprintf("put/conc=%d", conc)
+				name = fmt.Sprintf("%sput/conc=%d", prefix, conc)
 			}
 			b.Run(name, func(b *testing.B) {
 				// Both sides in interleaved rounds (the order alternating),

@@ -28,6 +28,9 @@ type deployEnv struct {
 	driver *fake.Driver
 	ns     string
 	cfg    string
+	// files is the gateway client of real-gateway envs (newRealEnv): the
+	// plain client, or the pooled one while its pool flag is set.
+	files *switchFiles
 }
 
 func newDeployEnv(t *testing.T, st store.Store, caps compute.Capabilities) *deployEnv {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
@@ -80,14 +79,15 @@ func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
 func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	t.Helper()
 	_, tp := testTraces()
-	e := newEnvWith(t, st, server.Options{Driver: d, Files: agentgw.New(agentgw.Options{}), Now: time.Now,
+	files := newSwitchFiles(t)
+	e := newEnvWith(t, st, server.Options{Driver: d, Files: files, Now: time.Now,
 		Worker: worker.Options{Poll: 100 * time.Millisecond}, TracerProvider: tp})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.srv.Worker.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	de := &deployEnv{env: e}
+	de := &deployEnv{env: e, files: files}
 	var ns idOnly
 	e.must("POST", "/namespaces", map[string]string{"name": "real"}, e.admin, 201, &ns)
 	de.ns = ns.ID

@@ -285,10 +285,13 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		}
 		proxies = append(proxies, p)
 	}
+	files := agentgw.New(agentgw.Options{Logger: logger, Observer: obs.gatewayObserver(), Pool: agentgw.PoolOptions{
+		Enabled: cfg.GatewayPool, IdleTimeout: cfg.GatewayPoolIdleTimeout, MaxConnections: cfg.GatewayPoolMaxConnections}})
+	defer files.Close()
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
 		SessionTTL: cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
 		Metrics: obs.metrics, TracerProvider: obs.tracer,
-		Files:          agentgw.New(agentgw.Options{Logger: logger, Observer: obs.gatewayObserver()}),
+		Files:          files,
 		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
 	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{
 		AdminEmail: cfg.BootstrapAdminEmail, PasswordFile: cfg.BootstrapAdminPasswordFile, Out: os.Stdout,

@@ -122,7 +122,7 @@ func New(o Options) (*Driver, error) {
 		d.maxLog = 10 << 20
 	}
 	for _, hc := range cfg.Hosts {
-		d.hosts = append(d.hosts, &host{d: d, cfg: hc, sem: make(chan struct{}, cfg.MaxSessions)})
+		d.hosts = append(d.hosts, &host{d: d, cfg: hc, sem: make(chan struct{}, cfg.MaxSessions), tokens: hostTokens{mu: make(chan struct{}, 1)}})
 	}
 	return d, nil
 }
@@ -936,27 +936,27 @@ func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.En
 	return compute.Endpoint{
 		URL:       fmt.Sprintf("ws://127.0.0.1:%d/", port),
 		Transport: compute.Direct,
-		Tunnel:    &tunnel{h: h, port: port, agentHash: shortHash(rev.AgentID)},
+		Tunnel:    tunnel{h: h, port: port, agentHash: shortHash(rev.AgentID)},
 	}, nil
 }
 
-// tunnel is the compute.Tunnel of one Agent's gateway.
+// tunnel is the compute.Tunnel of one Agent's gateway. It is a comparable
+// value, equal for the same Agent's gateway across Endpoint calls, so a
+// pooling gateway client recognizes the gateway (compute.Tunnel).
 type tunnel struct {
 	h         *host
 	port      int
 	agentHash string
 }
 
-func (t *tunnel) DialGateway(ctx context.Context) (net.Conn, error) {
+func (t tunnel) DialGateway(ctx context.Context) (net.Conn, error) {
 	return t.h.dialLoopback(ctx, t.port)
 }
 
-func (t *tunnel) ReadToken(ctx context.Context) ([]byte, error) {
-	out, err := t.h.run(ctx, "read token", shellCmd(scriptReadToken, t.h.cfg.Root, t.agentHash), nil)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+// ReadToken reads the token file on the host for this operation, through
+// the host's token reader session (tokens.go).
+func (t tunnel) ReadToken(ctx context.Context) ([]byte, error) {
+	return t.h.readToken(ctx, t.agentHash)
 }
 
 // Recover starts, on every reachable host, the serving revision of each

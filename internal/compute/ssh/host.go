@@ -28,6 +28,9 @@ type host struct {
 
 	sem chan struct{}
 
+	// tokens is the long-lived token reader session (tokens.go).
+	tokens hostTokens
+
 	mu      sync.Mutex
 	client  *xssh.Client
 	systemd bool // learnt on connect
@@ -113,7 +116,7 @@ func (h *host) drop(c *xssh.Client) {
 	_ = c.Close()
 }
 
-// close drops the client.
+// close drops the client (and with it the token reader's session).
 func (h *host) close() {
 	h.mu.Lock()
 	c := h.client

@@ -84,9 +84,6 @@ if [ -s "$t" ] && [ ! -L "$t" ]; then cat >/dev/null; else cat > "$t.tmp"; mv -f
 head -c 4096 "$t"
 `
 
-// scriptReadToken prints the token. Args: root agentHash.
-const scriptReadToken = `t="$1/tokens/$2"; [ -f "$t" ] && [ ! -L "$t" ] && head -c 4096 "$t"`
-
 // scriptPort prints the Agent's port, assigning the lowest free one of the
 // range (not another Agent's, not listening) under the host's lock. Args:
 // root dir low high runtimeUser.

@@ -1,0 +1,21 @@
+package agentgw
+
+import "net"
+
+// PoolSize is how many connections c's pool holds.
+func PoolSize(c *Client) int { return c.pool.size() }
+
+// BreakPooled closes every pooled connection's socket under the pool, as
+// a gateway restart would, without telling the pool.
+func BreakPooled(c *Client) {
+	c.pool.mu.Lock()
+	var conns []*pconn
+	for _, pc := range c.pool.conns {
+		conns = append(conns, pc)
+	}
+	c.pool.mu.Unlock()
+	for _, pc := range conns {
+		pc.s.raw.each(func(nc net.Conn) { _ = nc.Close() })
+		<-pc.done
+	}
+}
