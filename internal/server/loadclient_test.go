@@ -28,8 +28,8 @@ type reply struct {
 	status int
 	code   string // error code, "" on success
 	etag   string
-	data   json.RawMessage
-	err    error // transport error (status 0)
+	data   json.RawMessage // the envelope's data, or the error's data
+	err    error           // transport error (status 0)
 }
 
 func newLoadClient(base string, cookie *http.Cookie, conns int) *loadClient {
@@ -73,13 +73,19 @@ func (c *loadClient) do(ctx context.Context, method, path string, body any, hdr 
 	if err != nil {
 		return reply{status: resp.StatusCode, err: err}
 	}
-	var env envelope
+	var env struct {
+		Data  json.RawMessage `json:"data"`
+		Error *struct {
+			Code string          `json:"code"`
+			Data json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
 	if err := json.Unmarshal(b, &env); err != nil {
 		return reply{status: resp.StatusCode, err: fmt.Errorf("reply is not JSON: %.200q", b)}
 	}
 	r := reply{status: resp.StatusCode, etag: resp.Header.Get("ETag"), data: env.Data}
 	if env.Error != nil {
-		r.code = env.Error.Code
+		r.code, r.data = env.Error.Code, env.Error.Data
 	}
 	return r
 }
