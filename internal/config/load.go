@@ -460,15 +460,11 @@ type fileSignInLimits struct {
 	Window       time.Duration `yaml:"window"`
 }
 
-func fileLimits(l SignInLimits) fileSignInLimits {
-	return fileSignInLimits{FreeFailures: l.FreeFailures, LockFailures: l.LockFailures, BaseDelay: l.BaseDelay,
-		MaxDelay: l.MaxDelay, Lockout: l.Lockout, Window: l.Window}
-}
+// fileLimits and limits convert between the two spellings of the same
+// fields (the file's carries YAML tags).
+func fileLimits(l SignInLimits) fileSignInLimits { return fileSignInLimits(l) }
 
-func (f fileSignInLimits) limits() SignInLimits {
-	return SignInLimits{FreeFailures: f.FreeFailures, LockFailures: f.LockFailures, BaseDelay: f.BaseDelay,
-		MaxDelay: f.MaxDelay, Lockout: f.Lockout, Window: f.Window}
-}
+func (f fileSignInLimits) limits() SignInLimits { return SignInLimits(f) }
 
 type fileTLS struct {
 	CertFile string `yaml:"certFile"`
