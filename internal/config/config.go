@@ -51,6 +51,11 @@ type Config struct {
 	// PasswordHashConcurrency is how many argon2id password hashes (64 MiB
 	// each) may run at once; 0 means the default (GOMAXPROCS, at most 4).
 	PasswordHashConcurrency int
+	// SignInAccount and SignInAddress are the sign-in throttle's limits
+	// per account (email as typed) and per client address; see
+	// SignInLimits and docs/reliability.md.
+	SignInAccount SignInLimits
+	SignInAddress SignInLimits
 	// TLSCertFile and TLSKeyFile, when both set, make the listener serve
 	// HTTPS with this PEM certificate chain and key, re-read when the
 	// files change. "occ server" refuses to start with only one of them.
@@ -113,6 +118,71 @@ type Config struct {
 	MetricsListen string
 }
 
+// SignInLimits are the limits of one sign-in throttle counter (account or
+// client address). It mirrors authn.ThrottlePolicy field for field; config
+// does not import authn so that it stays a leaf every command can load.
+type SignInLimits struct {
+	// FreeFailures is how many failures within Window cost nothing.
+	FreeFailures int
+	// LockFailures is the failure count within Window that locks the key;
+	// it must exceed FreeFailures.
+	LockFailures int
+	// BaseDelay is the delay after failure FreeFailures+1; each further
+	// failure doubles it, up to MaxDelay.
+	BaseDelay, MaxDelay time.Duration
+	// Lockout is how long a locked key stays locked.
+	Lockout time.Duration
+	// Window is how long failures are remembered after the last one (or
+	// after a lockout ends).
+	Window time.Duration
+}
+
+// Bounds of the sign-in limits. A count above MaxSignInFailures or a
+// duration above MaxSignInDuration is refused as a typo: a throttle that
+// never engages, or a lockout of weeks, is never what an operator means.
+const (
+	MaxSignInFailures = 1_000_000
+	MaxSignInDuration = 7 * 24 * time.Hour
+)
+
+// Default sign-in limits; authn.DefaultAccountPolicy and
+// authn.DefaultAddressPolicy are the same values (a test in
+// internal/server checks).
+var (
+	DefaultSignInAccount = SignInLimits{FreeFailures: 3, LockFailures: 10, BaseDelay: time.Second, MaxDelay: 30 * time.Second,
+		Lockout: 15 * time.Minute, Window: 15 * time.Minute}
+	DefaultSignInAddress = SignInLimits{FreeFailures: 20, LockFailures: 50, BaseDelay: time.Second, MaxDelay: 30 * time.Second,
+		Lockout: 15 * time.Minute, Window: 15 * time.Minute}
+)
+
+// validate reports every invalid limit of one scope; scope is "account"
+// or "address", as the option names spell it.
+func (l SignInLimits) validate(scope string) []error {
+	var errs []error
+	name := "sign-in " + scope + " "
+	freeOK := l.FreeFailures >= 0 && l.FreeFailures <= MaxSignInFailures
+	if !freeOK {
+		errs = append(errs, fmt.Errorf("%sfree failures must be between 0 and %d, got %d", name, MaxSignInFailures, l.FreeFailures))
+	}
+	if l.LockFailures < 1 || l.LockFailures > MaxSignInFailures {
+		errs = append(errs, fmt.Errorf("%slock failures must be between 1 and %d, got %d", name, MaxSignInFailures, l.LockFailures))
+	} else if freeOK && l.LockFailures <= l.FreeFailures {
+		errs = append(errs, fmt.Errorf("%slock failures (%d) must be more than free failures (%d)", name, l.LockFailures, l.FreeFailures))
+	}
+	for _, d := range []struct {
+		what string
+		v    time.Duration
+	}{{"base delay", l.BaseDelay}, {"max delay", l.MaxDelay}, {"lockout", l.Lockout}, {"window", l.Window}} {
+		if d.v < time.Second || d.v > MaxSignInDuration {
+			errs = append(errs, fmt.Errorf("%s%s must be between 1s and %s, got %s", name, d.what, shortDuration(MaxSignInDuration), d.v))
+		}
+	}
+	if l.MaxDelay < l.BaseDelay {
+		errs = append(errs, fmt.Errorf("%smax delay (%s) must not be less than base delay (%s)", name, l.MaxDelay, l.BaseDelay))
+	}
+	return errs
+}
+
 // Defaults. The data directory is relative to the working directory until
 // Load makes it absolute.
 const (
@@ -152,6 +222,8 @@ func defaults() Config {
 		Listen:               DefaultListen,
 		SessionTTL:           DefaultSessionTTL,
 		SessionIdleTimeout:   DefaultSessionIdleTimeout,
+		SignInAccount:        DefaultSignInAccount,
+		SignInAddress:        DefaultSignInAddress,
 		ShutdownTimeout:      DefaultShutdownTimeout,
 		BootstrapAdminEmail:  DefaultBootstrapAdminEmail,
 		LogLevel:             DefaultLogLevel,
@@ -218,6 +290,8 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	if c.PasswordHashConcurrency < 0 || c.PasswordHashConcurrency > MaxPasswordHashConcurrency {
 		add(fmt.Errorf("password hash concurrency must be between 0 (default) and %d, got %d", MaxPasswordHashConcurrency, c.PasswordHashConcurrency))
 	}
+	errs = append(errs, c.SignInAccount.validate("account")...)
+	errs = append(errs, c.SignInAddress.validate("address")...)
 	add(validateEmail(c.BootstrapAdminEmail))
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -394,6 +468,8 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("sessionTTL", c.SessionTTL),
 		slog.Duration("sessionIdleTimeout", c.SessionIdleTimeout),
 		slog.Int("passwordHashConcurrency", c.PasswordHashConcurrency),
+		slog.Any("signInAccount", c.SignInAccount),
+		slog.Any("signInAddress", c.SignInAddress),
 		slog.String("tlsCertFile", c.TLSCertFile),
 		slog.Duration("shutdownTimeout", c.ShutdownTimeout),
 		slog.String("bootstrapAdminEmail", c.BootstrapAdminEmail),

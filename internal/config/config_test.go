@@ -57,6 +57,9 @@ trustedProxies: [10.0.0.0/8, "fd00::/8"]
 sessionTTL: 8h
 sessionIdleTimeout: 30m
 passwordHashConcurrency: 2
+signIn:
+  account: {freeFailures: 4, lockFailures: 8, baseDelay: 2s, maxDelay: 1m, lockout: 1h, window: 2h}
+  address: {freeFailures: 30, lockFailures: 90, baseDelay: 3s, maxDelay: 2m, lockout: 20m, window: 30m}
 tls:
   certFile: /etc/occ/tls.crt
   keyFile: /etc/occ/tls.key
@@ -89,14 +92,18 @@ metrics:
 
 func fullFileConfig() Config {
 	return Config{
-		DataDir:                    "/var/lib/occ",
-		Listen:                     "0.0.0.0:9090",
-		DatabaseURL:                "postgres://occ@db.internal:5432/occ",
-		PublicOrigin:               "https://occ.example.com",
-		TrustedProxies:             []string{"10.0.0.0/8", "fd00::/8"},
-		SessionTTL:                 8 * time.Hour,
-		SessionIdleTimeout:         30 * time.Minute,
-		PasswordHashConcurrency:    2,
+		DataDir:                 "/var/lib/occ",
+		Listen:                  "0.0.0.0:9090",
+		DatabaseURL:             "postgres://occ@db.internal:5432/occ",
+		PublicOrigin:            "https://occ.example.com",
+		TrustedProxies:          []string{"10.0.0.0/8", "fd00::/8"},
+		SessionTTL:              8 * time.Hour,
+		SessionIdleTimeout:      30 * time.Minute,
+		PasswordHashConcurrency: 2,
+		SignInAccount: SignInLimits{FreeFailures: 4, LockFailures: 8, BaseDelay: 2 * time.Second, MaxDelay: time.Minute,
+			Lockout: time.Hour, Window: 2 * time.Hour},
+		SignInAddress: SignInLimits{FreeFailures: 30, LockFailures: 90, BaseDelay: 3 * time.Second, MaxDelay: 2 * time.Minute,
+			Lockout: 20 * time.Minute, Window: 30 * time.Minute},
 		TLSCertFile:                "/etc/occ/tls.crt",
 		TLSKeyFile:                 "/etc/occ/tls.key",
 		ShutdownTimeout:            30 * time.Second,
@@ -300,6 +307,18 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"session-ttl":                   "2h",
 		"session-idle-timeout":          "20m",
 		"password-hash-concurrency":     "3",
+		"sign-in-account-free-failures": "5",
+		"sign-in-account-lock-failures": "12",
+		"sign-in-account-base-delay":    "2s",
+		"sign-in-account-max-delay":     "1m",
+		"sign-in-account-lockout":       "30m",
+		"sign-in-account-window":        "1h",
+		"sign-in-address-free-failures": "40",
+		"sign-in-address-lock-failures": "100",
+		"sign-in-address-base-delay":    "3s",
+		"sign-in-address-max-delay":     "2m",
+		"sign-in-address-lockout":       "45m",
+		"sign-in-address-window":        "2h",
 		"tls-cert-file":                 "/etc/occ/tls.crt",
 		"tls-key-file":                  "/etc/occ/tls.key",
 		"shutdown-timeout":              "3s",
@@ -367,7 +386,9 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker", "password-hash-concurrency", "gateway-pool", "gateway-pool-max-connections":
+	case "embedded-worker", "password-hash-concurrency", "gateway-pool", "gateway-pool-max-connections",
+		"sign-in-account-free-failures", "sign-in-account-lock-failures",
+		"sign-in-address-free-failures", "sign-in-address-lock-failures":
 		return v // a YAML boolean or number, not a string
 	}
 	return `"` + v + `"`
@@ -505,6 +526,39 @@ func TestValidate(t *testing.T) {
 		{"log level", func(c *Config) { c.LogLevel = "verbose" }, `log level "verbose" is not one of debug, info, warn, error`},
 		{"log level case", func(c *Config) { c.LogLevel = "INFO" }, `log level "INFO" is not one of debug, info, warn, error`},
 		{"log format", func(c *Config) { c.LogFormat = "logfmt" }, `log format "logfmt" is not one of text, json`},
+
+		// Sign-in limits: at each bound and one past it.
+		{"sign-in free failures 0", func(c *Config) { c.SignInAccount.FreeFailures = 0 }, ""},
+		{"sign-in free failures -1", func(c *Config) { c.SignInAccount.FreeFailures = -1 }, "sign-in account free failures must be between 0 and 1000000, got -1"},
+		{"sign-in lock failures at the maximum", func(c *Config) { c.SignInAddress.LockFailures = MaxSignInFailures }, ""},
+		{"sign-in lock failures past the maximum", func(c *Config) { c.SignInAddress.LockFailures = MaxSignInFailures + 1 },
+			"sign-in address lock failures must be between 1 and 1000000, got 1000001"},
+		{"sign-in free failures at the maximum", func(c *Config) {
+			c.SignInAddress.FreeFailures, c.SignInAddress.LockFailures = MaxSignInFailures-1, MaxSignInFailures
+		}, ""},
+		{"sign-in free failures past the maximum", func(c *Config) { c.SignInAddress.FreeFailures = MaxSignInFailures + 1 },
+			"sign-in address free failures must be between 0 and 1000000, got 1000001"},
+		{"sign-in lock failures 1", func(c *Config) { c.SignInAccount.FreeFailures, c.SignInAccount.LockFailures = 0, 1 }, ""},
+		{"sign-in lock failures 0", func(c *Config) { c.SignInAccount.FreeFailures, c.SignInAccount.LockFailures = 0, 0 },
+			"sign-in account lock failures must be between 1 and 1000000, got 0"},
+		{"sign-in lock one past free", func(c *Config) { c.SignInAccount.LockFailures = c.SignInAccount.FreeFailures + 1 }, ""},
+		{"sign-in lock equal to free", func(c *Config) { c.SignInAccount.LockFailures = c.SignInAccount.FreeFailures },
+			"sign-in account lock failures (3) must be more than free failures (3)"},
+		{"sign-in durations at 1s", func(c *Config) {
+			c.SignInAccount = SignInLimits{FreeFailures: 1, LockFailures: 2, BaseDelay: time.Second, MaxDelay: time.Second, Lockout: time.Second, Window: time.Second}
+		}, ""},
+		{"sign-in durations under 1s", func(c *Config) {
+			c.SignInAccount = SignInLimits{FreeFailures: 1, LockFailures: 2, BaseDelay: 999 * time.Millisecond, MaxDelay: time.Second, Lockout: 0, Window: -time.Second}
+		}, "sign-in account base delay must be between 1s and 168h, got 999ms\nsign-in account lockout must be between 1s and 168h, got 0s\nsign-in account window must be between 1s and 168h, got -1s"},
+		{"sign-in durations at the maximum", func(c *Config) {
+			c.SignInAddress = SignInLimits{FreeFailures: 1, LockFailures: 2, BaseDelay: MaxSignInDuration, MaxDelay: MaxSignInDuration, Lockout: MaxSignInDuration, Window: MaxSignInDuration}
+		}, ""},
+		{"sign-in durations past the maximum", func(c *Config) {
+			c.SignInAddress.MaxDelay, c.SignInAddress.Lockout = MaxSignInDuration+time.Second, MaxSignInDuration+time.Nanosecond
+		}, "sign-in address max delay must be between 1s and 168h, got 168h0m1s\nsign-in address lockout must be between 1s and 168h, got 168h0m0.000000001s"},
+		{"sign-in max delay below base delay", func(c *Config) { c.SignInAccount.MaxDelay = c.SignInAccount.BaseDelay - time.Second + time.Second/2 },
+			"sign-in account max delay must be between 1s and 168h, got 500ms\nsign-in account max delay (500ms) must not be less than base delay (1s)"},
+		{"sign-in max delay equal to base delay", func(c *Config) { c.SignInAccount.MaxDelay = c.SignInAccount.BaseDelay }, ""},
 		{"every problem reported", func(c *Config) {
 			c.Listen = "x"
 			c.SessionTTL = 0

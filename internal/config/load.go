@@ -82,6 +82,66 @@ var options = []option{
 		set:   func(c *Config, s string) error { return setInt(&c.PasswordHashConcurrency, s) },
 	},
 	{
+		flag: "sign-in-account-free-failures", env: "OCC_SIGN_IN_ACCOUNT_FREE_FAILURES", yaml: "signIn.account.freeFailures", typ: "int",
+		def: strconv.Itoa(DefaultSignInAccount.FreeFailures), usage: "failed sign-ins per account (email as typed) that cost no delay",
+		set: func(c *Config, s string) error { return setInt(&c.SignInAccount.FreeFailures, s) },
+	},
+	{
+		flag: "sign-in-account-lock-failures", env: "OCC_SIGN_IN_ACCOUNT_LOCK_FAILURES", yaml: "signIn.account.lockFailures", typ: "int",
+		def: strconv.Itoa(DefaultSignInAccount.LockFailures), usage: "failed sign-ins per account (email as typed) that lock it out",
+		set: func(c *Config, s string) error { return setInt(&c.SignInAccount.LockFailures, s) },
+	},
+	{
+		flag: "sign-in-account-base-delay", env: "OCC_SIGN_IN_ACCOUNT_BASE_DELAY", yaml: "signIn.account.baseDelay", typ: "duration",
+		def: shortDuration(DefaultSignInAccount.BaseDelay), usage: "delay per account (email as typed) after the first failure past the free ones; doubled per further failure",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAccount.BaseDelay, s) },
+	},
+	{
+		flag: "sign-in-account-max-delay", env: "OCC_SIGN_IN_ACCOUNT_MAX_DELAY", yaml: "signIn.account.maxDelay", typ: "duration",
+		def: shortDuration(DefaultSignInAccount.MaxDelay), usage: "longest sign-in delay per account (email as typed)",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAccount.MaxDelay, s) },
+	},
+	{
+		flag: "sign-in-account-lockout", env: "OCC_SIGN_IN_ACCOUNT_LOCKOUT", yaml: "signIn.account.lockout", typ: "duration",
+		def: shortDuration(DefaultSignInAccount.Lockout), usage: "how long a sign-in lockout per account (email as typed) lasts",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAccount.Lockout, s) },
+	},
+	{
+		flag: "sign-in-account-window", env: "OCC_SIGN_IN_ACCOUNT_WINDOW", yaml: "signIn.account.window", typ: "duration",
+		def: shortDuration(DefaultSignInAccount.Window), usage: "how long failed sign-ins per account (email as typed) are remembered after the last one",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAccount.Window, s) },
+	},
+	{
+		flag: "sign-in-address-free-failures", env: "OCC_SIGN_IN_ADDRESS_FREE_FAILURES", yaml: "signIn.address.freeFailures", typ: "int",
+		def: strconv.Itoa(DefaultSignInAddress.FreeFailures), usage: "failed sign-ins per client address (IPv4, or IPv6 /64) that cost no delay",
+		set: func(c *Config, s string) error { return setInt(&c.SignInAddress.FreeFailures, s) },
+	},
+	{
+		flag: "sign-in-address-lock-failures", env: "OCC_SIGN_IN_ADDRESS_LOCK_FAILURES", yaml: "signIn.address.lockFailures", typ: "int",
+		def: strconv.Itoa(DefaultSignInAddress.LockFailures), usage: "failed sign-ins per client address (IPv4, or IPv6 /64) that lock it out",
+		set: func(c *Config, s string) error { return setInt(&c.SignInAddress.LockFailures, s) },
+	},
+	{
+		flag: "sign-in-address-base-delay", env: "OCC_SIGN_IN_ADDRESS_BASE_DELAY", yaml: "signIn.address.baseDelay", typ: "duration",
+		def: shortDuration(DefaultSignInAddress.BaseDelay), usage: "delay per client address (IPv4, or IPv6 /64) after the first failure past the free ones; doubled per further failure",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAddress.BaseDelay, s) },
+	},
+	{
+		flag: "sign-in-address-max-delay", env: "OCC_SIGN_IN_ADDRESS_MAX_DELAY", yaml: "signIn.address.maxDelay", typ: "duration",
+		def: shortDuration(DefaultSignInAddress.MaxDelay), usage: "longest sign-in delay per client address (IPv4, or IPv6 /64)",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAddress.MaxDelay, s) },
+	},
+	{
+		flag: "sign-in-address-lockout", env: "OCC_SIGN_IN_ADDRESS_LOCKOUT", yaml: "signIn.address.lockout", typ: "duration",
+		def: shortDuration(DefaultSignInAddress.Lockout), usage: "how long a sign-in lockout per client address (IPv4, or IPv6 /64) lasts",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAddress.Lockout, s) },
+	},
+	{
+		flag: "sign-in-address-window", env: "OCC_SIGN_IN_ADDRESS_WINDOW", yaml: "signIn.address.window", typ: "duration",
+		def: shortDuration(DefaultSignInAddress.Window), usage: "how long failed sign-ins per client address (IPv4, or IPv6 /64) are remembered after the last one",
+		set: func(c *Config, s string) error { return setDuration(&c.SignInAddress.Window, s) },
+	},
+	{
 		flag: "tls-cert-file", env: "OCC_TLS_CERT_FILE", yaml: "tls.certFile", typ: "path",
 		usage: "PEM certificate chain to serve HTTPS with (with --tls-key-file); re-read when it changes",
 		set:   func(c *Config, s string) error { c.TLSCertFile = s; return nil },
@@ -353,6 +413,7 @@ type fileConfig struct {
 	SessionTTL      time.Duration      `yaml:"sessionTTL"`
 	SessionIdle     time.Duration      `yaml:"sessionIdleTimeout"`
 	HashConcurrency int                `yaml:"passwordHashConcurrency"`
+	SignIn          fileSignIn         `yaml:"signIn"`
 	TLS             fileTLS            `yaml:"tls"`
 	ShutdownTimeout time.Duration      `yaml:"shutdownTimeout"`
 	BootstrapAdmin  fileBootstrapAdmin `yaml:"bootstrapAdmin"`
@@ -405,6 +466,30 @@ type fileBootstrapAdmin struct {
 	PasswordFile string `yaml:"passwordFile"`
 }
 
+type fileSignIn struct {
+	Account fileSignInLimits  `yaml:"account"`
+	Address fileSignInAddress `yaml:"address"`
+}
+
+// fileSignInAddress is fileSignInLimits under its own name, so that an
+// unknown key's message names its section (sectionOf).
+type fileSignInAddress fileSignInLimits
+
+type fileSignInLimits struct {
+	FreeFailures int           `yaml:"freeFailures"`
+	LockFailures int           `yaml:"lockFailures"`
+	BaseDelay    time.Duration `yaml:"baseDelay"`
+	MaxDelay     time.Duration `yaml:"maxDelay"`
+	Lockout      time.Duration `yaml:"lockout"`
+	Window       time.Duration `yaml:"window"`
+}
+
+// fileLimits and limits convert between the two spellings of the same
+// fields (the file's carries YAML tags).
+func fileLimits(l SignInLimits) fileSignInLimits { return fileSignInLimits(l) }
+
+func (f fileSignInLimits) limits() SignInLimits { return SignInLimits(f) }
+
 type fileTLS struct {
 	CertFile string `yaml:"certFile"`
 	KeyFile  string `yaml:"keyFile"`
@@ -429,6 +514,9 @@ var sectionOf = map[string]string{
 	"config.fileWorker":         "worker.",
 	"config.fileMetrics":        "metrics.",
 	"config.fileTLS":            "tls.",
+	"config.fileSignIn":         "signIn.",
+	"config.fileSignInLimits":   "signIn.account.",
+	"config.fileSignInAddress":  "signIn.address.",
 }
 
 var notFoundRE = regexp.MustCompile(`field (\S+) not found in type (\S+)`)
@@ -468,6 +556,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		SessionTTL:      c.SessionTTL,
 		SessionIdle:     c.SessionIdleTimeout,
 		HashConcurrency: c.PasswordHashConcurrency,
+		SignIn:          fileSignIn{Account: fileLimits(c.SignInAccount), Address: fileSignInAddress(fileLimits(c.SignInAddress))},
 		TLS:             fileTLS{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile},
 		ShutdownTimeout: c.ShutdownTimeout,
 		BootstrapAdmin:  fileBootstrapAdmin{Email: c.BootstrapAdminEmail, PasswordFile: c.BootstrapAdminPasswordFile},
@@ -521,6 +610,8 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		SessionTTL:                 fc.SessionTTL,
 		SessionIdleTimeout:         fc.SessionIdle,
 		PasswordHashConcurrency:    fc.HashConcurrency,
+		SignInAccount:              fc.SignIn.Account.limits(),
+		SignInAddress:              fileSignInLimits(fc.SignIn.Address).limits(),
 		TLSCertFile:                fc.TLS.CertFile,
 		TLSKeyFile:                 fc.TLS.KeyFile,
 		ShutdownTimeout:            fc.ShutdownTimeout,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,9 +59,11 @@ func Write(w http.ResponseWriter, r *http.Request, status int, data any) {
 //
 //   - The *errkind.Error in err's chain decides status, code, message,
 //     details and data. Anything else (including nil) is 500 INTERNAL_ERROR.
-//   - Every 5xx is logged at error level with the full error text (causes
-//     included) through the request's logger; the reply carries only a fixed
-//     message for its code. An Internal error's data is dropped too.
+//   - Every 5xx is logged with the full error text (causes included)
+//     through the request's logger: a 500 at error level, a classified 5xx
+//     (503, 501: documented, expected under a drain or an outage) at warn.
+//     The reply carries only a fixed message for its code. An Internal
+//     error's data is dropped too.
 //   - 4xx messages are capped at errkind.MaxMessage bytes on a rune
 //     boundary, details at errkind.MaxDetails entries. A 4xx cause is
 //     logged at debug level and never sent.
@@ -79,7 +82,16 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		if err != nil {
 			text = err.Error()
 		}
-		log.Error("request failed",
+		// A classified 5xx (503 DEPENDENCY_UNAVAILABLE or UNKNOWN_OUTCOME,
+		// 501) is a documented answer to a known condition: a drain, shed
+		// password hashing, the database or a gateway out of reach. Under a
+		// drain or a database outage every request gets one, so they are
+		// warnings; error level is kept for 500, which no caller expects.
+		level := slog.LevelWarn
+		if status == http.StatusInternalServerError {
+			level = slog.LevelError
+		}
+		log.Log(r.Context(), level, "request failed",
 			"status", status, "code", code, "error", text, "method", r.Method, "path", r.URL.Path)
 	case e.Cause != nil:
 		log.Debug("request rejected",

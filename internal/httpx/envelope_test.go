@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -241,8 +242,20 @@ func TestWriteErrorLogs(t *testing.T) {
 	}{
 		{"unclassified logged at error with its text", fmt.Errorf("store: %w", secret),
 			[]logLine{{Level: "ERROR", Msg: "request failed", Error: "store: password authentication failed", Status: 500}}},
-		{"classified 5xx logged with its cause", errkind.Wrap(errkind.Unavailable, "gateway down", secret),
-			[]logLine{{Level: "ERROR", Msg: "request failed", Error: "DEPENDENCY_UNAVAILABLE: gateway down: password authentication failed", Status: 503}}},
+		{"internal error logged at error", errkind.Wrap(errkind.Internal, "broken", secret),
+			[]logLine{{Level: "ERROR", Msg: "request failed", Error: "INTERNAL_ERROR: broken: password authentication failed", Status: 500}}},
+		{"nil error logged at error", nil,
+			[]logLine{{Level: "ERROR", Msg: "request failed", Error: "WriteError called with a nil error", Status: 500}}},
+		{"classified 503 logged at warn with its cause", errkind.Wrap(errkind.Unavailable, "gateway down", secret),
+			[]logLine{{Level: "WARN", Msg: "request failed", Error: "DEPENDENCY_UNAVAILABLE: gateway down: password authentication failed", Status: 503}}},
+		{"drain or hashing shed (503 with Retry-After) at warn", errkind.WithRetryAfter(errkind.Unavailable, "Shutting down.", time.Second),
+			[]logLine{{Level: "WARN", Msg: "request failed", Error: "DEPENDENCY_UNAVAILABLE: Shutting down.", Status: 503}}},
+		{"database unreachable at warn", fmt.Errorf("get agent: %w", errkind.Wrap(errkind.Unavailable, "database busy or unavailable", secret)),
+			[]logLine{{Level: "WARN", Msg: "request failed", Error: "get agent: DEPENDENCY_UNAVAILABLE: database busy or unavailable: password authentication failed", Status: 503}}},
+		{"unknown outcome at warn", errkind.New(errkind.OutcomeUnknown, "Lost."),
+			[]logLine{{Level: "WARN", Msg: "request failed", Error: "UNKNOWN_OUTCOME: Lost.", Status: 503}}},
+		{"not implemented at warn", errkind.New(errkind.NotImplemented, "No."),
+			[]logLine{{Level: "WARN", Msg: "request failed", Error: "NOT_IMPLEMENTED: No.", Status: 501}}},
 		{"4xx with a cause logged at debug", errkind.Wrap(errkind.Invalid, "Bad.", secret),
 			[]logLine{{Level: "DEBUG", Msg: "request rejected", Error: "INVALID_REQUEST: Bad.: password authentication failed", Status: 400}}},
 		{"4xx without a cause not logged", errkind.New(errkind.NotFound, "Gone."), nil},

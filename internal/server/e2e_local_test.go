@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/compute"
@@ -261,6 +262,15 @@ func TestEmbeddedDefaultEndToEnd(t *testing.T) {
 
 	t.Run("files", func(t *testing.T) { liveFileCases(t, le.deployEnv, ws, agent) })
 	t.Run("traces", func(t *testing.T) { liveTraceCases(t, le, agent) })
+	t.Run("mixed load", func(t *testing.T) {
+		// The load's servers reach this Agent's gateway (the one real
+		// gateway of the test) directly; their deployments are fake.
+		ep, err := le.driver.Endpoint(t.Context(), compute.Revision{ID: rev2, NamespaceID: le.ns, AgentID: agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mixedLoad(t, agentgw.Target{Transport: agentgw.Direct, URL: ep.URL, TokenFile: ep.TokenFile})
+	})
 	t.Run("permissions", func(t *testing.T) { liveFilePermissions(t, le.deployEnv, agent) })
 
 	// Delete: the worker retires the gateway and removes the Agent's storage.

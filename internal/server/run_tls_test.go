@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,9 @@ func TestRunServesRotatedCertificate(t *testing.T) {
 	cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
 	cfg.TLSCertFile, cfg.TLSKeyFile = certFile, keyFile
 	cfg.ShutdownTimeout = 5 * time.Second
+	// Configured sign-in limits reach the server's throttle: one failure
+	// locks an account for an hour (the default would answer 401 again).
+	cfg.SignInAccount.FreeFailures, cfg.SignInAccount.LockFailures, cfg.SignInAccount.Lockout = 0, 1, time.Hour
 	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	done := make(chan error, 1)
@@ -115,6 +119,29 @@ func TestRunServesRotatedCertificate(t *testing.T) {
 		serial, _, err = get()
 		return err == nil && serial == 2
 	}, "the rotated certificate was not served: serial %d, %v", serial, err)
+
+	signIn := func() (int, string) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest("POST", "https://"+addr+"/api/auth/sign-in/email",
+			strings.NewReader(`{"email":"admin@localhost","password":"wrong password"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", cfg.PublicOrigin)
+		resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	if code, _ := signIn(); code != http.StatusUnauthorized {
+		t.Fatalf("first wrong sign-in: %d, want 401", code)
+	}
+	// Retry-After counts from the failure (the real clock; hashing is slow
+	// under the race detector): within a minute of the configured hour.
+	if code, after := signIn(); code != http.StatusTooManyRequests || after < "3540" || after > "3600" || len(after) != 4 {
+		t.Fatalf("second wrong sign-in: %d Retry-After %q; want 429 after the configured 1 h lockout", code, after)
+	}
 
 	cancel()
 	select {

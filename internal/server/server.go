@@ -225,6 +225,13 @@ func auditThrottle(ctx context.Context, rec *audit.Recorder, log *slog.Logger, e
 	}
 }
 
+// ThrottlePolicy converts configured sign-in limits into the throttle's
+// policy (the two types mirror each other; config does not import authn).
+func ThrottlePolicy(l config.SignInLimits) authn.ThrottlePolicy {
+	return authn.ThrottlePolicy{Free: l.FreeFailures, Lock: l.LockFailures, BaseDelay: l.BaseDelay, MaxDelay: l.MaxDelay,
+		Lockout: l.Lockout, Window: l.Window}
+}
+
 // Handler is the complete HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -290,7 +297,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	defer files.Close()
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
 		SessionTTL: cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
-		Metrics: obs.metrics, TracerProvider: obs.tracer,
+		Throttle: authn.NewThrottle(ThrottlePolicy(cfg.SignInAccount), ThrottlePolicy(cfg.SignInAddress), 0),
+		Metrics:  obs.metrics, TracerProvider: obs.tracer,
 		Files:          files,
 		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
 	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{

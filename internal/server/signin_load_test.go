@@ -19,6 +19,8 @@ import (
 
 	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/authz"
+	"github.com/openclaw/occ/internal/compute/registry"
+	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/testdb"
@@ -261,4 +263,63 @@ func TestSignInSoak(t *testing.T) {
 	t.Logf("| attempts | clients | 401 | 429 | 503 | elapsed | hashes in flight (peak/bound) | VmHWM before | VmHWM after |")
 	t.Logf("| %d | %d | %d | %d | %d | %s | %d/%d | %d MiB | %d MiB |", n, clients, counts[401], counts[429], counts[503],
 		elapsed.Round(time.Second), peak, limit, hwmBefore/1024, procStatusKiB("VmHWM")/1024)
+}
+
+// TestConfiguredSignInLimits: the configuration's limits are the
+// throttle's. The shipped defaults equal authn's, and non-default limits
+// loaded from OCC_* variables hold at each limit and one past it: the
+// free failures, the first delay (its length), and the lockout (its
+// length and end).
+func TestConfiguredSignInLimits(t *testing.T) {
+	def := config.Default()
+	if diff := cmp.Diff(authn.DefaultAccountPolicy, server.ThrottlePolicy(def.SignInAccount)); diff != "" {
+		t.Errorf("default account limits differ from authn's (-authn +config):\n%s", diff)
+	}
+	if diff := cmp.Diff(authn.DefaultAddressPolicy, server.ThrottlePolicy(def.SignInAddress)); diff != "" {
+		t.Errorf("default address limits differ from authn's (-authn +config):\n%s", diff)
+	}
+
+	env := map[string]string{
+		"OCC_SIGN_IN_ACCOUNT_FREE_FAILURES": "1", "OCC_SIGN_IN_ACCOUNT_LOCK_FAILURES": "3",
+		"OCC_SIGN_IN_ACCOUNT_BASE_DELAY": "7s", "OCC_SIGN_IN_ACCOUNT_MAX_DELAY": "7s",
+		"OCC_SIGN_IN_ACCOUNT_LOCKOUT": "2m", "OCC_SIGN_IN_ACCOUNT_WINDOW": "1h",
+		"OCC_COMPUTE_DRIVER": "none",
+	}
+	cfg, err := config.Load(nil, func(k string) string { return env[k] }, registry.ConfigTable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := authn.NewThrottle(server.ThrottlePolicy(cfg.SignInAccount), server.ThrottlePolicy(cfg.SignInAddress), 0)
+	e := newEnvWith(t, testdb.SQLite(t), server.Options{Throttle: th})
+	h := e.srv.Handler()
+	attempt := func(addr string) (int, string) {
+		rec := signInFrom(t, h, addr, "admin@example.com", "wrong password")
+		return rec.Code, rec.Header().Get("Retry-After")
+	}
+	type result struct {
+		Code       int
+		RetryAfter string
+	}
+	steps := []struct {
+		name    string
+		advance time.Duration
+		want    result
+	}{
+		{"failure 1: free", 0, result{401, ""}},
+		{"failure 2: one past free, judged, imposes the 7 s delay", 0, result{401, ""}},
+		{"during the delay", 0, result{429, "7"}},
+		{"1 s before the delay ends", 6 * time.Second, result{429, "1"}},
+		{"failure 3: at the delay's end, judged, locks for 2 min", time.Second, result{401, ""}},
+		{"locked", 0, result{429, "120"}},
+		{"1 s before the lockout ends", 119 * time.Second, result{429, "1"}},
+		{"the lockout ended: judged again", time.Second, result{401, ""}},
+	}
+	for i, s := range steps {
+		e.clock.Advance(s.advance)
+		// A new address each time: only the account counter is under test.
+		code, after := attempt(fmt.Sprintf("192.0.2.%d", i+1))
+		if diff := cmp.Diff(s.want, result{code, after}); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", s.name, diff)
+		}
+	}
 }

@@ -155,3 +155,32 @@ func TestPostgresWithoutURL(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterStopStart: a private cluster accepts connections, refuses
+// them at once while stopped, and accepts them again after a start on the
+// same port, with its data kept.
+func TestClusterStopStart(t *testing.T) {
+	c := testdb.NewCluster(t)
+	db, err := sql.Open("pgx", c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)`); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop()
+	start := time.Now()
+	if err := db.PingContext(ctx); err == nil {
+		t.Fatal("ping succeeded while the cluster is stopped")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a refused connection took %s; want it refused at once", d)
+	}
+	c.Start()
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT v FROM kept`).Scan(&v); err != nil || v != 42 {
+		t.Fatalf("after restart: %d, %v; want 42", v, err)
+	}
+}
