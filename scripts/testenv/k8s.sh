@@ -139,6 +139,16 @@ launch() {
 	echo $! >"$DIR/$name.pid"
 }
 
+# launched_alive NAME: the process launch started for NAME is still there. Right after launch it may
+# not have exec'd NAME yet (its command line is still the forked shell's or setsid's; on a loaded
+# machine for a second or more), so pid_of would call it gone: this checks only that the pid lives.
+launched_alive() {
+	local pid
+	pid=$(cat "$DIR/$1.pid" 2>/dev/null) || return 1
+	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+	alive "$pid"
+}
+
 # wait_until SECONDS NAME DESCRIPTION COMMAND...: poll COMMAND every 0.2 s; fail with NAME's log when
 # NAME's process exits or the time runs out.
 wait_until() {
@@ -146,7 +156,7 @@ wait_until() {
 	shift 3
 	deadline=$((SECONDS + secs))
 	until "$@" >/dev/null 2>&1; do
-		pid_of "$name" >/dev/null || fail "$name" "$name exited before $what"
+		launched_alive "$name" || fail "$name" "$name exited before $what"
 		[ $SECONDS -lt $deadline ] || fail "$name" "$what: not within ${secs}s"
 		sleep 0.2
 	done
