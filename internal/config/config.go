@@ -33,6 +33,13 @@ type Config struct {
 	// Empty means the embedded SQLite database in DataDir. It may contain a
 	// password, so it is never printed.
 	DatabaseURL string
+	// DatabaseMaxConnections caps the database connections this process
+	// holds open (database/sql's pool). Requests beyond it wait for a
+	// connection within their own deadline instead of opening more: on
+	// PostgreSQL every replica's pool counts against the server's
+	// max_connections (100 by default), and on SQLite each connection keeps
+	// its own page cache.
+	DatabaseMaxConnections int
 	// PublicOrigin is the scheme://host[:port] that browsers use to reach
 	// OCC. Session-cookie requests must carry exactly this Origin, so it
 	// has no path and no trailing slash. Load derives it from Listen when
@@ -195,9 +202,14 @@ const (
 	DefaultGatewayPoolMaxConnections = 64
 	MaxGatewayPoolMaxConnections     = 4096
 	DefaultDataDir                   = ".occ"
-	DefaultListen                    = "127.0.0.1:8080"
-	DefaultSessionTTL                = 12 * time.Hour
-	DefaultSessionIdleTimeout        = 2 * time.Hour
+	// DefaultDatabaseMaxConnections leaves room for four OCC processes
+	// (API replicas and workers) under PostgreSQL's default
+	// max_connections of 100; MaxDatabaseMaxConnections is a sanity bound.
+	DefaultDatabaseMaxConnections = 20
+	MaxDatabaseMaxConnections     = 1000
+	DefaultListen                 = "127.0.0.1:8080"
+	DefaultSessionTTL             = 12 * time.Hour
+	DefaultSessionIdleTimeout     = 2 * time.Hour
 	// MaxPasswordHashConcurrency mirrors authn.MaxHashConcurrency.
 	MaxPasswordHashConcurrency = 64
 	DefaultShutdownTimeout     = 15 * time.Second
@@ -218,18 +230,19 @@ func Default() Config {
 // "not set anywhere" (derive it from the final listen address) from "set".
 func defaults() Config {
 	return Config{
-		DataDir:              DefaultDataDir,
-		Listen:               DefaultListen,
-		SessionTTL:           DefaultSessionTTL,
-		SessionIdleTimeout:   DefaultSessionIdleTimeout,
-		SignInAccount:        DefaultSignInAccount,
-		SignInAddress:        DefaultSignInAddress,
-		ShutdownTimeout:      DefaultShutdownTimeout,
-		BootstrapAdminEmail:  DefaultBootstrapAdminEmail,
-		LogLevel:             DefaultLogLevel,
-		LogFormat:            DefaultLogFormat,
-		WorkspaceFileTimeout: DefaultWorkspaceFileTimeout,
-		EmbeddedWorker:       true,
+		DataDir:                DefaultDataDir,
+		Listen:                 DefaultListen,
+		SessionTTL:             DefaultSessionTTL,
+		DatabaseMaxConnections: DefaultDatabaseMaxConnections,
+		SessionIdleTimeout:     DefaultSessionIdleTimeout,
+		SignInAccount:          DefaultSignInAccount,
+		SignInAddress:          DefaultSignInAddress,
+		ShutdownTimeout:        DefaultShutdownTimeout,
+		BootstrapAdminEmail:    DefaultBootstrapAdminEmail,
+		LogLevel:               DefaultLogLevel,
+		LogFormat:              DefaultLogFormat,
+		WorkspaceFileTimeout:   DefaultWorkspaceFileTimeout,
+		EmbeddedWorker:         true,
 
 		GatewayPoolIdleTimeout:    DefaultGatewayPoolIdleTimeout,
 		GatewayPoolMaxConnections: DefaultGatewayPoolMaxConnections,
@@ -286,6 +299,9 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	}
 	if c.SessionIdleTimeout <= 0 {
 		add(fmt.Errorf("session idle timeout must be positive, got %s", c.SessionIdleTimeout))
+	}
+	if c.DatabaseMaxConnections < 1 || c.DatabaseMaxConnections > MaxDatabaseMaxConnections {
+		add(fmt.Errorf("database max connections must be between 1 and %d, got %d", MaxDatabaseMaxConnections, c.DatabaseMaxConnections))
 	}
 	if c.PasswordHashConcurrency < 0 || c.PasswordHashConcurrency > MaxPasswordHashConcurrency {
 		add(fmt.Errorf("password hash concurrency must be between 0 (default) and %d, got %d", MaxPasswordHashConcurrency, c.PasswordHashConcurrency))
@@ -467,6 +483,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("trustedProxies", c.TrustedProxies),
 		slog.Duration("sessionTTL", c.SessionTTL),
 		slog.Duration("sessionIdleTimeout", c.SessionIdleTimeout),
+		slog.Int("databaseMaxConnections", c.DatabaseMaxConnections),
 		slog.Int("passwordHashConcurrency", c.PasswordHashConcurrency),
 		slog.Any("signInAccount", c.SignInAccount),
 		slog.Any("signInAddress", c.SignInAddress),

@@ -52,6 +52,7 @@ const fullFile = `
 dataDir: /var/lib/occ
 listen: 0.0.0.0:9090
 databaseURL: postgres://occ@db.internal:5432/occ
+databaseMaxConnections: 30
 publicOrigin: https://occ.example.com
 trustedProxies: [10.0.0.0/8, "fd00::/8"]
 sessionTTL: 8h
@@ -95,6 +96,7 @@ func fullFileConfig() Config {
 		DataDir:                 "/var/lib/occ",
 		Listen:                  "0.0.0.0:9090",
 		DatabaseURL:             "postgres://occ@db.internal:5432/occ",
+		DatabaseMaxConnections:  30,
 		PublicOrigin:            "https://occ.example.com",
 		TrustedProxies:          []string{"10.0.0.0/8", "fd00::/8"},
 		SessionTTL:              8 * time.Hour,
@@ -307,6 +309,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"session-ttl":                   "2h",
 		"session-idle-timeout":          "20m",
 		"password-hash-concurrency":     "3",
+		"database-max-connections":      "7",
 		"sign-in-account-free-failures": "5",
 		"sign-in-account-lock-failures": "12",
 		"sign-in-account-base-delay":    "2s",
@@ -386,7 +389,7 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker", "password-hash-concurrency", "gateway-pool", "gateway-pool-max-connections",
+	case "embedded-worker", "password-hash-concurrency", "database-max-connections", "gateway-pool", "gateway-pool-max-connections",
 		"sign-in-account-free-failures", "sign-in-account-lock-failures",
 		"sign-in-address-free-failures", "sign-in-address-lock-failures":
 		return v // a YAML boolean or number, not a string
@@ -486,6 +489,10 @@ func TestValidate(t *testing.T) {
 		{"postgres URL", func(c *Config) { c.DatabaseURL = "postgres://occ:secret@127.0.0.1:5432/occ?sslmode=disable" }, ""},
 
 		{"metrics listener", func(c *Config) { c.MetricsListen = "127.0.0.1:9464" }, ""},
+		{"database pool at its cap", func(c *Config) { c.DatabaseMaxConnections = MaxDatabaseMaxConnections }, ""},
+		{"database pool one past its cap", func(c *Config) { c.DatabaseMaxConnections = MaxDatabaseMaxConnections + 1 }, "database max connections must be between 1 and 1000, got 1001"},
+		{"database pool of one connection", func(c *Config) { c.DatabaseMaxConnections = 1 }, ""},
+		{"database pool without connections", func(c *Config) { c.DatabaseMaxConnections = 0 }, "database max connections must be between 1 and 1000, got 0"},
 		{"gateway pool at its cap", func(c *Config) { c.GatewayPool, c.GatewayPoolMaxConnections = true, MaxGatewayPoolMaxConnections }, ""},
 		{"gateway pool one past its cap", func(c *Config) { c.GatewayPoolMaxConnections = MaxGatewayPoolMaxConnections + 1 }, "gateway pool max connections must be between 1 and 4096, got 4097"},
 		{"gateway pool at one connection", func(c *Config) { c.GatewayPoolMaxConnections = 1 }, ""},

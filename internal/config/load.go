@@ -57,6 +57,12 @@ var options = []option{
 		set:   func(c *Config, s string) error { c.DatabaseURL = s; return nil },
 	},
 	{
+		flag: "database-max-connections", env: "OCC_DATABASE_MAX_CONNECTIONS", yaml: "databaseMaxConnections", typ: "int",
+		def:   strconv.Itoa(DefaultDatabaseMaxConnections),
+		usage: "most database connections this process keeps open; further queries wait for one",
+		set:   func(c *Config, s string) error { return setInt(&c.DatabaseMaxConnections, s) },
+	},
+	{
 		flag: "public-origin", env: "OCC_PUBLIC_ORIGIN", yaml: "publicOrigin", typ: "origin", def: "http://<listen>",
 		usage: "scheme://host[:port] browsers use to reach OCC, without path or trailing slash",
 		set:   func(c *Config, s string) error { c.PublicOrigin = s; return nil },
@@ -408,6 +414,7 @@ type fileConfig struct {
 	DataDir         string             `yaml:"dataDir"`
 	Listen          string             `yaml:"listen"`
 	DatabaseURL     string             `yaml:"databaseURL"`
+	DatabaseMaxConn int                `yaml:"databaseMaxConnections"`
 	PublicOrigin    string             `yaml:"publicOrigin"`
 	TrustedProxies  []string           `yaml:"trustedProxies"`
 	SessionTTL      time.Duration      `yaml:"sessionTTL"`
@@ -551,6 +558,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		DataDir:         c.DataDir,
 		Listen:          c.Listen,
 		DatabaseURL:     c.DatabaseURL,
+		DatabaseMaxConn: c.DatabaseMaxConnections,
 		PublicOrigin:    c.PublicOrigin,
 		TrustedProxies:  c.TrustedProxies,
 		SessionTTL:      c.SessionTTL,
@@ -605,6 +613,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		DataDir:                    fc.DataDir,
 		Listen:                     fc.Listen,
 		DatabaseURL:                fc.DatabaseURL,
+		DatabaseMaxConnections:     fc.DatabaseMaxConn,
 		PublicOrigin:               fc.PublicOrigin,
 		TrustedProxies:             fc.TrustedProxies,
 		SessionTTL:                 fc.SessionTTL,

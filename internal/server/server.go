@@ -270,6 +270,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	st.SetMaxConnections(cfg.DatabaseMaxConnections)
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate database: %w", err)
 	}
@@ -400,6 +401,7 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer st.Close()
+	st.SetMaxConnections(cfg.DatabaseMaxConnections)
 	logger, obs, err := observe(ctx, cfg, st, logger)
 	if err != nil {
 		return err

@@ -47,6 +47,8 @@ type dialect interface {
 	gooseDialect() goose.Dialect
 	// configure sets pool limits after sql.Open.
 	configure(db *sql.DB)
+	// maxIdle is how many idle connections the pool keeps.
+	maxIdle() int
 	// rebind turns a query written with "?" placeholders into the engine's.
 	rebind(query string) string
 	// timeArg encodes a time for a query argument, in UTC truncated to
@@ -100,10 +102,12 @@ func (sqliteDialect) timeArg(t time.Time) any {
 // stay open: a new SQLite connection runs the pragmas and reads the schema,
 // so with fewer a burst of concurrent requests opened and closed
 // connections on every request (measured: docs/performance.md).
-func (sqliteDialect) configure(db *sql.DB) {
-	db.SetMaxIdleConns(16)
+func (d sqliteDialect) configure(db *sql.DB) {
+	db.SetMaxIdleConns(d.maxIdle())
 	db.SetConnMaxIdleTime(5 * time.Minute)
 }
+
+func (sqliteDialect) maxIdle() int { return 16 }
 
 // sqliteDSN builds the modernc.org/sqlite DSN for a database file. The path
 // is escaped into a file: URI so that '?', '#' or '%' in it cannot be taken
@@ -173,12 +177,15 @@ func (postgresDialect) timeArg(t time.Time) any {
 	return t.UTC().Truncate(time.Microsecond)
 }
 
-// configure keeps a few idle connections; the open limit stays with the
-// server's max_connections, shared by every replica.
-func (postgresDialect) configure(db *sql.DB) {
-	db.SetMaxIdleConns(8)
+// configure keeps a few idle connections; the open limit is the
+// operator's (Store.SetMaxConnections from databaseMaxConnections), since
+// every replica's pool counts against the server's max_connections.
+func (d postgresDialect) configure(db *sql.DB) {
+	db.SetMaxIdleConns(d.maxIdle())
 	db.SetConnMaxIdleTime(5 * time.Minute)
 }
+
+func (postgresDialect) maxIdle() int { return 8 }
 
 // rebind rewrites "?" to "$1", "$2", ... outside quoted text and comments.
 func (postgresDialect) rebind(query string) string {
@@ -274,12 +281,14 @@ func (postgresDialect) commitOutcomeUnknown(err error) bool {
 }
 
 // classifyCommon handles failures that are not engine errors: a database that
-// cannot be reached is busy (503), not an internal error.
+// cannot be reached is busy (503), not an internal error, and so is a query
+// whose deadline passed before the database answered or before the pool
+// (capped by SetMaxConnections) had a connection free.
 func classifyCommon(err error) failure {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	switch {
-	case errors.Is(err, driver.ErrBadConn), errors.As(err, &ce), errors.As(err, &ne):
+	case errors.Is(err, driver.ErrBadConn), errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
 		return failBusy
 	}
 	return failOther

@@ -282,6 +282,20 @@ func (s *Store) Engine() string { return s.d.engine() }
 // SQL against the schema's constraints). Application code never uses it.
 func (s *Store) DB() *sql.DB { return s.db }
 
+// SetMaxConnections caps the connections the pool holds open (n >= 1);
+// idle ones are kept up to the same cap, at most the engine's usual
+// number. A query that finds all n busy waits for one until its context
+// ends (then fails with the context's error, mapped to 503 by the caller's
+// error kinds) instead of opening another. Open leaves the pool unbounded,
+// as database/sql does, for short-lived tools.
+func (s *Store) SetMaxConnections(n int) {
+	if n < 1 {
+		n = 1
+	}
+	s.db.SetMaxOpenConns(n)
+	s.db.SetMaxIdleConns(min(n, s.d.maxIdle()))
+}
+
 // Close releases the pool. Only the owner of the Store returned by Open
 // calls it; a transaction-bound copy refuses.
 func (s *Store) Close() error {

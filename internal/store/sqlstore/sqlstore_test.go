@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	_ "time/tzdata" // the zone below must load on machines without tzdata
 
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/store/storetest"
@@ -166,6 +168,49 @@ func TestOpenPostgresUnreachableHidesPassword(t *testing.T) {
 				t.Errorf("Open error leaks the password: %q", err)
 			}
 		}
+	}
+}
+
+// TestPoolCap: with SetMaxConnections(2) and both connections held, a
+// store query waits for one instead of opening a third, and when its
+// deadline passes first it fails as Unavailable (503), not as an internal
+// error; once a connection is free the same query is served.
+func TestPoolCap(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := testCtx(t)
+		s.SetMaxConnections(2)
+		if got := s.DB().Stats().MaxOpenConnections; got != 2 {
+			t.Fatalf("MaxOpenConnections = %d, want 2", got)
+		}
+		var held []*sql.Conn
+		for range 2 {
+			c, err := s.DB().Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err := s.GetRole(short, ids.New("role"))
+		if !errkind.Is(err, errkind.Unavailable) {
+			t.Errorf("GetRole with the pool exhausted: %v (kind %v), want Unavailable", err, errkind.KindOf(err))
+		}
+		if st := s.DB().Stats(); st.OpenConnections != 2 || st.WaitCount == 0 {
+			t.Errorf("pool stats %+v: want 2 open connections and a wait", st)
+		}
+		mustClose(t, held[0])
+		if _, err := s.GetRole(ctx, ids.New("role")); !errkind.Is(err, errkind.NotFound) {
+			t.Errorf("GetRole with a connection free: %v, want NotFound", err)
+		}
+		mustClose(t, held[1])
+	})
+}
+
+func mustClose(t *testing.T, c *sql.Conn) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
