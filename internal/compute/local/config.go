@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/compute/nativeconfig"
 
 	"github.com/openclaw/occ/internal/compute"
@@ -40,7 +41,7 @@ func (d *Driver) renderConfig(a *agent, rev compute.Revision, port int) ([]byte,
 	}
 	// Read after the checks: a refused document is permanent whatever the
 	// token's state.
-	token, err := a.readToken()
+	token, err := a.files().Token()
 	if err != nil {
 		return nil, fmt.Errorf("local: token: %w", err)
 	}
@@ -64,11 +65,11 @@ func (a *agent) writeRevision(rev compute.Revision, cfg []byte) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, fileRevision), info, 0o600); err != nil {
+	if err := agentdir.WriteFileAtomic(filepath.Join(dir, fileRevision), info, 0o600); err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, fileConfig)
-	if err := writeFileAtomic(p, cfg, 0o600); err != nil {
+	if err := agentdir.WriteFileAtomic(p, cfg, 0o600); err != nil {
 		return "", err
 	}
 	return p, nil
@@ -95,5 +96,5 @@ func repointConfig(path string, port int) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, out, 0o600)
+	return agentdir.WriteFileAtomic(path, out, 0o600)
 }
