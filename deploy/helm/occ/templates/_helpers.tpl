@@ -200,13 +200,11 @@ operator's Secret; the service key and CA bundle are files, never values.
 {{- end }}
 {{- end -}}
 
-{{/* occ.metricsPort: the container port of the metrics listener, in the API and worker containers. */}}
+{{/* occ.metricsPort: the container port of the metrics listener (metrics.enabled), in the API and worker containers. */}}
 {{- define "occ.metricsPort" -}}
-{{- if .Values.metrics.enabled }}
 - name: metrics
   containerPort: {{ .Values.metrics.port }}
   protocol: TCP
-{{- end }}
 {{- end -}}
 
 {{- define "occ.podSecurityContext" -}}
