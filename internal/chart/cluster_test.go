@@ -489,7 +489,7 @@ func conditions(cs []metav1.Condition) string {
 // database on a PVC, no worker Deployment and no migration Job.
 func TestInstallSQLite(t *testing.T) {
 	in := installChart(t, installOptions{
-		values:  []string{"routing-off"},
+		values: []string{"routing-off"},
 		// Metrics on: the metrics Service must resolve to the API Pod's
 		// named port on a real API server (kwok gives the Pod an IP).
 		sets: []string{"database.mode=sqlite", "database.existingSecret=", "metrics.enabled=true",
