@@ -35,7 +35,7 @@ const (
 )
 
 // valueSets are the documented value sets, each with a golden render.
-var valueSets = []string{"routing-off", "routing-auto-ca", "routing-issuer"}
+var valueSets = []string{"routing-off", "routing-auto-ca", "routing-issuer", "metrics"}
 
 // helm runs the helm binary with args and returns its standard output; a
 // failure carries standard error (testkube.RunHelm, which keeps helm away
@@ -142,6 +142,12 @@ func TestSchemaRefusals(t *testing.T) {
 		{"unknown key", "routing-off", []string{"gatewayRouting.enable=true"}, "additional properties 'enable' not allowed"},
 		{"port out of range", "routing-auto-ca", []string{"gatewayRouting.tenantGatewayPort=65536"}, "/gatewayRouting/tenantGatewayPort"},
 		{"service key and TLS in one Secret", "routing-auto-ca", []string{"gatewayRouting.tlsSecretName=occ-private-gateway-key"}, `gatewayRouting.apiKeySecretName and gatewayRouting.tlsSecretName both name the Secret "occ-private-gateway-key"`},
+		{"metrics without scrapers", "metrics", []string{"json:networkPolicy.metricsIngressFrom=[]"}, "at '/networkPolicy/metricsIngressFrom': minItems: got 0, want 1"},
+		{"ServiceMonitor without metrics", "routing-off", []string{"metrics.serviceMonitor.enabled=true"}, "at '/metrics/enabled': value must be true"},
+		{"metrics on the API port", "metrics", []string{"metrics.port=8080"}, "metrics.port and api.port are both 8080"},
+		{"metrics port out of range", "metrics", []string{"metrics.port=65536"}, "/metrics/port"},
+		{"scrape interval not a duration", "metrics", []string{"metrics.serviceMonitor.interval=30 seconds"}, "/metrics/serviceMonitor/interval"},
+		{"unknown ServiceMonitor key", "metrics", []string{"metrics.serviceMonitor.namespace=monitoring"}, "additional properties 'namespace' not allowed"},
 		{"CA bundle in the service key's Secret", "routing-issuer", []string{"gatewayRouting.caSecretName=occ-private-gateway-key"}, `gatewayRouting.apiKeySecretName and gatewayRouting.caSecretName both name the Secret "occ-private-gateway-key"`},
 	}
 	for _, tt := range tests {
@@ -364,4 +370,5 @@ var leafMaps = map[string]bool{
 	"api.resources": true, "worker.resources": true, "compute.gatewayResources": true,
 	"api.nodeSelector": true, "worker.nodeSelector": true, "api.affinity": true, "worker.affinity": true,
 	"compute.dns.podLabels": true, "gatewayRouting.envoyGatewayPodLabels": true,
+	"metrics.serviceMonitor.labels": true,
 }

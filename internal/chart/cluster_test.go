@@ -40,6 +40,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -347,10 +348,16 @@ func installChart(t *testing.T, o installOptions) *installation {
 	return in
 }
 
+// setArgs are --set arguments, or --set-json for those prefixed "json:"
+// (as in renderAs).
 func setArgs(sets []string) []string {
 	var out []string
 	for _, s := range sets {
-		out = append(out, "--set", s)
+		if j, ok := strings.CutPrefix(s, "json:"); ok {
+			out = append(out, "--set-json", j)
+		} else {
+			out = append(out, "--set", s)
+		}
 	}
 	return out
 }
@@ -482,8 +489,11 @@ func conditions(cs []metav1.Condition) string {
 // database on a PVC, no worker Deployment and no migration Job.
 func TestInstallSQLite(t *testing.T) {
 	in := installChart(t, installOptions{
-		values:  []string{"routing-off"},
-		sets:    []string{"database.mode=sqlite", "database.existingSecret="},
+		values: []string{"routing-off"},
+		// Metrics on: the metrics Service must resolve to the API Pod's
+		// named port on a real API server (kwok gives the Pod an IP).
+		sets: []string{"database.mode=sqlite", "database.existingSecret=", "metrics.enabled=true",
+			`json:networkPolicy.metricsIngressFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`},
 		volumes: 1, storageSet: "database.sqlite.storageClassName",
 	})
 	env, ctx := in.env, testCtx(t, time.Minute)
@@ -526,6 +536,29 @@ func TestInstallSQLite(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sqlite installation (-want +got):\n%s", diff)
 	}
+
+	// The EndpointSlice controller resolves the metrics Service to the API
+	// Pod's port "metrics", 9464.
+	var endpoints string
+	testkube.WaitFor(t, ctx, func() (bool, error) {
+		var slices discoveryv1.EndpointSliceList
+		if err := env.Client.List(ctx, &slices, client.InNamespace(in.namespace),
+			client.MatchingLabels{discoveryv1.LabelServiceName: in.fullname + "-api-metrics"}); err != nil {
+			return false, err
+		}
+		for _, s := range slices.Items {
+			for _, p := range s.Ports {
+				for _, e := range s.Endpoints {
+					if ptr.Deref(p.Name, "") == "metrics" && ptr.Deref(p.Port, 0) == 9464 && ptr.Deref(e.Conditions.Ready, false) && len(e.Addresses) > 0 {
+						endpoints = fmt.Sprintf("%s:%d", e.Addresses[0], *p.Port)
+						return true, nil
+					}
+				}
+			}
+		}
+		return false, nil
+	})
+	t.Logf("metrics Service endpoint %s", endpoints)
 }
 
 // serviceAccount is a chart ServiceAccount with a real token from the

@@ -60,7 +60,7 @@ func TestConformance(t *testing.T) {
 			SetupCopies: func(t *testing.T, d compute.Driver, rev compute.Revision) map[string][]byte {
 				drv := of(d)
 				out := map[string][]byte{}
-				dirs := []string{drv.host(rev.AgentID).dir}
+				dirs := []string{string(drv.host(rev.AgentID).Dir)}
 				if dir, ok := volumeDir(t, drv, volumeName(rev.AgentID, "state")); ok {
 					dirs = append(dirs, dir)
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -156,13 +157,17 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) erro
 
 // ---- names ----
 
-func volumeName(agentID, what string) string { return "occ-" + hash(agentID) + "-" + what }
+func volumeName(agentID, what string) string { return "occ-" + agentdir.Hash(agentID) + "-" + what }
 func configVolume(agentID, revID string) string {
-	return "occ-" + hash(agentID) + "-" + hash(revID) + "-config"
+	return "occ-" + agentdir.Hash(agentID) + "-" + agentdir.Hash(revID) + "-config"
 }
-func gatewayName(agentID, revID string) string { return "occ-" + hash(agentID) + "-" + hash(revID) }
+func gatewayName(agentID, revID string) string {
+	return "occ-" + agentdir.Hash(agentID) + "-" + agentdir.Hash(revID)
+}
 
-func (d *Driver) host(agentID string) hostDir { return hostDir{filepath.Join(d.root, hash(agentID))} }
+func (d *Driver) host(agentID string) hostDir {
+	return hostDir{agentdir.Dir(filepath.Join(d.root, agentdir.Hash(agentID)))}
+}
 
 // lock takes the Agent's lock until ctx ends.
 func (d *Driver) lock(ctx context.Context, agentID string) (func(), error) {
@@ -234,7 +239,7 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, rc compute.R
 	if err := h.ensure(rev.AgentID, rev.NamespaceID); err != nil {
 		return compute.PrepareResult{}, err
 	}
-	token, err := h.token()
+	token, err := h.Token()
 	if err != nil {
 		return compute.PrepareResult{}, err
 	}
@@ -369,7 +374,7 @@ func (d *Driver) stopGateways(ctx context.Context, agentID, keep string) error {
 // recreated once a setup completed: an empty workspace must not start.
 func (d *Driver) ensureStorage(ctx context.Context, rev compute.Revision, ws *compute.WorkspaceSetup) (*workspace.Setup, error) {
 	h := d.host(rev.AgentID)
-	persisted, err := h.identity()
+	persisted, err := h.Identity()
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +443,7 @@ func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.Wo
 	// Nothing of the run is kept: occ prints only a fixed line.
 	hc.LogConfig = container.LogConfig{Type: "none"}
 	code, err := d.runOnce(ctx, oneShot{
-		name: "occ-" + hash(rev.AgentID) + "-setup",
+		name: "occ-" + agentdir.Hash(rev.AgentID) + "-setup",
 		create: client.ContainerCreateOptions{
 			Config: &container.Config{
 				Image:      d.o.Config.GatewayImage,
@@ -463,9 +468,9 @@ func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.Wo
 			what = "delivery"
 		}
 		return setupFailed(fmt.Sprintf("Workspace setup %s failed in container occ-%s-setup (exit status %d): "+
-			"the workspace holds files that differ from the submission or a marker of another setup", what, hash(rev.AgentID), code))
+			"the workspace holds files that differ from the submission or a marker of another setup", what, agentdir.Hash(rev.AgentID), code))
 	}
-	if err := d.host(rev.AgentID).writeIdentity(*identity); err != nil {
+	if err := d.host(rev.AgentID).WriteIdentity(*identity); err != nil {
 		return err
 	}
 	d.log.Info("docker: workspace setup applied or verified", "agent", rev.AgentID, "setup", identity.ID)
@@ -502,7 +507,7 @@ func (d *Driver) writeFiles(ctx context.Context, rev compute.Revision, cfg []byt
 	if err != nil {
 		return err
 	}
-	name := "occ-" + hash(rev.AgentID) + "-files"
+	name := "occ-" + agentdir.Hash(rev.AgentID) + "-files"
 	labels := d.labels(rev.NamespaceID, rev.AgentID, roleFiles, "")
 	if err := d.clearLeftover(ctx, name, labels); err != nil {
 		return err
@@ -544,7 +549,7 @@ func (d *Driver) installOCC(ctx context.Context, rev compute.Revision) error {
 	hc.ReadonlyRootfs = true
 	hc.LogConfig = container.LogConfig{Type: "none"}
 	code, err := d.runOnce(ctx, oneShot{
-		name: "occ-" + hash(rev.AgentID) + "-install",
+		name: "occ-" + agentdir.Hash(rev.AgentID) + "-install",
 		create: client.ContainerCreateOptions{
 			Config: &container.Config{
 				Image: d.o.Config.OCCImage,

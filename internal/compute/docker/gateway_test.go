@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/workspace"
 )
@@ -120,7 +121,7 @@ func TestGateway(t *testing.T) {
 	wsDir, _ := volumeDir(t, d, volumeName(f.agent, "workspace"))
 	stateDir, _ := volumeDir(t, d, volumeName(f.agent, "state"))
 	cfgDir, _ := volumeDir(t, d, configVolume(f.agent, rev1.ID))
-	token, err := d.host(f.agent).token()
+	token, err := d.host(f.agent).Token()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +137,8 @@ func TestGateway(t *testing.T) {
 			{cfgDir, runtimeUID, 0o700},
 			{filepath.Join(cfgDir, "openclaw.json"), runtimeUID, 0o600},
 			{filepath.Join(cfgDir, "identity.json"), runtimeUID, 0o600},
-			{d.host(f.agent).dir, 0, 0o700},
-			{d.host(f.agent).path(fileToken), 0, 0o600},
+			{string(d.host(f.agent).Dir), 0, 0o700},
+			{d.host(f.agent).Path(agentdir.FileToken), 0, 0o600},
 		} {
 			fi, err := os.Stat(c.path)
 			if err != nil {
@@ -301,7 +302,7 @@ func TestGateway(t *testing.T) {
 		if len(cs)+len(vs) != 0 {
 			t.Errorf("after DeleteAgent: %d containers, %d volumes", len(cs), len(vs))
 		}
-		if _, err := os.Stat(d.host(f.agent).dir); !os.IsNotExist(err) {
+		if _, err := os.Stat(string(d.host(f.agent).Dir)); !os.IsNotExist(err) {
 			t.Errorf("host directory after DeleteAgent: %v", err)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -166,7 +167,7 @@ func (d *Driver) DeleteAgent(ctx context.Context, a compute.Agent) error {
 			return err
 		}
 	}
-	if err := os.RemoveAll(h.dir); err != nil {
+	if err := os.RemoveAll(string(h.Dir)); err != nil {
 		return fmt.Errorf("docker: delete agent %s: %w", a.ID, err)
 	}
 	d.log.Info("docker: agent deleted", "agent", a.ID)
@@ -191,7 +192,7 @@ func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.En
 	return compute.Endpoint{
 		URL:       fmt.Sprintf("ws://127.0.0.1:%d/", port),
 		Transport: compute.Direct,
-		TokenFile: h.path(fileToken),
+		TokenFile: h.Path(agentdir.FileToken),
 	}, nil
 }
 
@@ -209,9 +210,9 @@ func (d *Driver) Recover(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("docker: recover: %w", err)
 		}
-		h := hostDir{filepath.Join(d.root, e.Name())}
-		info, err := readAgentInfo(h)
-		if err != nil || hash(info.AgentID) != e.Name() {
+		h := hostDir{agentdir.Dir(filepath.Join(d.root, e.Name()))}
+		info, err := h.Info()
+		if err != nil || agentdir.Hash(info.AgentID) != e.Name() {
 			continue
 		}
 		serving, _ := h.serving()

@@ -78,14 +78,11 @@ func RenderNativeConfig(cfg Config, raw json.RawMessage) ([]byte, error) {
 	}
 	nativeconfig.Child(nativeconfig.Child(doc, "agents"), "defaults")["workspace"] = WorkspaceDir
 
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return nil, fmt.Errorf("kube: render the native configuration: %w", err)
+	out, err := nativeconfig.Encode(doc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
 	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
 // checkConflicts refuses documents that set what OCC controls to

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/testutil"
 )
 
@@ -409,7 +410,7 @@ func TestStopRetireAndReplace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "serving")); !os.IsNotExist(err) {
 		t.Error("serving mark kept after StopRevision")
 	}
-	for _, f := range []string{"workspace", "state", "token", "port", filepath.Join("revisions", agentHash(rev1.ID), "openclaw.json")} {
+	for _, f := range []string{"workspace", "state", "token", "port", filepath.Join("revisions", agentdir.Hash(rev1.ID), "openclaw.json")} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("StopRevision removed %s: %v", f, err)
 		}
@@ -438,7 +439,7 @@ func TestStopRetireAndReplace(t *testing.T) {
 	// Retiring revision 1 leaves revision 2 alone.
 	mustDo(t, "Retire #1", td.RetireRevision(ctx, rev1))
 	mustDo(t, "Stop #1", td.StopRevision(ctx, rev1))
-	if _, err := os.Stat(filepath.Join(dir, "revisions", agentHash(rev1.ID))); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "revisions", agentdir.Hash(rev1.ID))); !os.IsNotExist(err) {
 		t.Error("revision 1's directory survived RetireRevision")
 	}
 	if p, _, _ := runningPID(td.dir, ta.agent.ID); p != pid2 || !isServing(td.dir, rev2) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/testutil"
 )
@@ -443,7 +444,7 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 // agentDirOf is the Agent's directory, computed independently of the
 // driver's helpers.
 func agentDirOf(dataDir, agentID string) string {
-	return filepath.Join(dataDir, "agents", agentHash(agentID))
+	return filepath.Join(dataDir, "agents", agentdir.Hash(agentID))
 }
 
 // runningPID returns the pid of the Agent's live gateway and the
@@ -467,5 +468,5 @@ func isServing(dataDir string, rev compute.Revision) bool {
 		return false
 	}
 	_, cfg, ok := runningPID(dataDir, rev.AgentID)
-	return ok && cfg == filepath.Join(dir, "revisions", agentHash(rev.ID), "openclaw.json")
+	return ok && cfg == filepath.Join(dir, "revisions", agentdir.Hash(rev.ID), "openclaw.json")
 }

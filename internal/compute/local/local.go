@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/setuprunner"
 	"github.com/openclaw/occ/internal/workspace"
 )
@@ -303,7 +304,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 		if err := d.verify(ctx, a, *identity); err != nil {
 			return compute.PrepareResult{}, err
 		}
-		if err := a.writeIdentity(*identity); err != nil {
+		if err := a.files().WriteIdentity(*identity); err != nil {
 			return compute.PrepareResult{}, err
 		}
 	}
@@ -320,7 +321,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 // record still refuses to start over missing storage), else nil.
 func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *compute.WorkspaceSetup) (*workspace.Setup, error) {
 	if ws == nil {
-		return a.readIdentity()
+		return a.files().Identity()
 	}
 	s := workspace.Setup{
 		ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID,
@@ -532,7 +533,7 @@ func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.En
 	// No Agent lock: Endpoint must not wait behind a long setup run, and
 	// the port and token files are written atomically.
 	a := d.agent(rev.AgentID)
-	port, err := a.readPort()
+	port, err := a.files().Port()
 	if err != nil {
 		return compute.Endpoint{}, fmt.Errorf("local: endpoint of agent %s: %w", rev.AgentID, err)
 	}
@@ -542,7 +543,7 @@ func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.En
 	return compute.Endpoint{
 		URL:       fmt.Sprintf("ws://127.0.0.1:%d/", port),
 		Transport: compute.Direct,
-		TokenFile: a.path(fileToken),
+		TokenFile: a.path(agentdir.FileToken),
 	}, nil
 }
 
@@ -580,12 +581,12 @@ func (d *Driver) Recover(ctx context.Context) error {
 			continue
 		}
 		dir := filepath.Join(d.agentsDir, e.Name())
-		info, err := readAgentInfo(dir)
+		info, err := agentdir.Dir(dir).Info()
 		if err != nil {
 			d.log.Warn("local: recover: skipping directory without agent.json", "dir", dir, "error", err)
 			continue
 		}
-		if agentHash(info.AgentID) != e.Name() {
+		if agentdir.Hash(info.AgentID) != e.Name() {
 			d.log.Warn("local: recover: skipping directory whose name does not match its agent", "dir", dir)
 			continue
 		}
@@ -627,7 +628,7 @@ func (d *Driver) recoverAgent(ctx context.Context, agentID string, orphans []int
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 			continue
 		}
-		port, _ := a.readPort()
+		port, _ := a.files().Port()
 		pf := pidFile{PID: pid, Start: st.start, Revision: rev, Port: port}
 		if err := a.writePIDFile(pf); err != nil {
 			return err
@@ -682,7 +683,7 @@ func (d *Driver) ensureServing(a *agent) {
 		d.log.Warn("local: could not update the serving revision's port", "agent", a.id, "error", err)
 		return
 	}
-	id, err := a.readIdentity()
+	id, err := a.files().Identity()
 	if err != nil {
 		d.log.Warn("local: serving revision: setup identity unreadable", "agent", a.id, "error", err)
 		return
@@ -732,7 +733,7 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 	}
 	var stopping []*agent
 	for _, e := range entries {
-		info, err := readAgentInfo(filepath.Join(d.agentsDir, e.Name()))
+		info, err := agentdir.Dir(filepath.Join(d.agentsDir, e.Name())).Info()
 		if err != nil {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+
+	"github.com/openclaw/occ/internal/compute/agentdir"
 )
 
 // capLog keeps gateway.log and gateway.log.1 together under max bytes.
@@ -38,7 +40,7 @@ func capLog(path string, max int64) {
 	if i := bytes.IndexByte(buf, '\n'); i >= 0 && i+1 < len(buf) && keep < size {
 		buf = buf[i+1:]
 	}
-	if err := writeFileAtomic(path+".1", buf, 0o600); err != nil {
+	if err := agentdir.WriteFileAtomic(path+".1", buf, 0o600); err != nil {
 		return
 	}
 	_ = os.Truncate(path, 0)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/openclaw/occ/internal/compute/agentdir"
 )
 
 // portTable records which Agent directory owns which port, for every
@@ -63,7 +65,7 @@ func (d *Driver) reservePersistedPorts() {
 	}
 	for _, e := range entries {
 		dir := filepath.Join(d.agentsDir, e.Name())
-		b, err := os.ReadFile(filepath.Join(dir, filePort))
+		b, err := os.ReadFile(filepath.Join(dir, agentdir.FilePort))
 		if err != nil {
 			continue
 		}
@@ -92,7 +94,7 @@ var errNoPort = errors.New("local: no free port left in the port range")
 // it has none (or one outside the configured range). The caller holds the
 // Agent's lock.
 func (d *Driver) ensurePort(a *agent) (int, error) {
-	p, err := a.readPort()
+	p, err := a.files().Port()
 	if err != nil {
 		return 0, fmt.Errorf("local: read port: %w", err)
 	}
@@ -125,7 +127,7 @@ func (d *Driver) assignPort(a *agent, old int) (int, error) {
 			ports.releasePort(p, a.dir)
 			continue
 		}
-		if err := a.writePort(p); err != nil {
+		if err := a.files().WritePort(p); err != nil {
 			ports.releasePort(p, a.dir)
 			return 0, err
 		}

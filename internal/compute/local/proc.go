@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openclaw/occ/internal/compute/agentdir"
 )
 
 // Everything here reads /proc: the driver runs gateways on Linux only.
@@ -142,7 +144,7 @@ func (a *agent) writePIDFile(pf pidFile) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(a.path(filePID), b, 0o600)
+	return agentdir.WriteFileAtomic(a.path(filePID), b, 0o600)
 }
 
 // removePIDFile removes the pid file if it still names pid.

@@ -175,7 +175,7 @@ func (d *Driver) adopt(a *agent, p *procHandle, pf pidFile) {
 	}
 	port := pf.Port
 	if port == 0 {
-		port, _ = a.readPort()
+		port, _ = a.files().Port()
 	}
 	if port != 0 {
 		ports.claim(port, a.dir)
@@ -529,7 +529,7 @@ func (s *supervisor) finish(p *procHandle) {
 // verifyBeforeRestart runs the setup verifier before a restart, as before
 // the first start: a workspace whose marker vanished must not serve.
 func (s *supervisor) verifyBeforeRestart() error {
-	id, err := s.a.readIdentity()
+	id, err := s.a.files().Identity()
 	if err != nil || id == nil {
 		return err
 	}

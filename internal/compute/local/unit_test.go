@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/testutil"
 )
 
@@ -43,7 +44,7 @@ func TestRenderConfigMergesWhatOCCControls(t *testing.T) {
 	}
 	var got map[string]any
 	mustDo(t, "unmarshal", json.Unmarshal(out, &got))
-	token, err := a.readToken()
+	token, err := a.files().Token()
 	mustDo(t, "readToken", err)
 	checks := []struct {
 		path string
@@ -315,7 +316,7 @@ func TestGatewayEnvironmentIsBuiltFromScratch(t *testing.T) {
 	want := map[string]string{
 		"HOME":                      filepath.Join(dir, "home"),
 		"OPENCLAW_STATE_DIR":        filepath.Join(dir, "state"),
-		"OPENCLAW_CONFIG_PATH":      filepath.Join(dir, "revisions", agentHash(rev.ID), "openclaw.json"),
+		"OPENCLAW_CONFIG_PATH":      filepath.Join(dir, "revisions", agentdir.Hash(rev.ID), "openclaw.json"),
 		"OPENCLAW_SKIP_CHANNELS":    "1",
 		"OPENCLAW_DISABLE_BONJOUR":  "1",
 		"OPENCLAW_NO_AUTO_UPDATE":   "1",
@@ -349,7 +350,7 @@ func TestGatewayEnvironmentIsBuiltFromScratch(t *testing.T) {
 		filepath.Join(dir, "workspace"):   0o700,
 		filepath.Join(dir, "gateway.log"): 0o600,
 		filepath.Join(dir, "pid"):         0o600,
-		filepath.Join(dir, "revisions", agentHash(rev.ID), "openclaw.json"): 0o600,
+		filepath.Join(dir, "revisions", agentdir.Hash(rev.ID), "openclaw.json"): 0o600,
 	} {
 		fi, err := os.Stat(p)
 		if err != nil || fi.Mode().Perm() != want {

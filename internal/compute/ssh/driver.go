@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -187,13 +188,8 @@ func (d *Driver) Capabilities() compute.Capabilities {
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:12]
-}
-
 func (h *host) agentDir(nsID, agentID string) string {
-	return path.Join(h.cfg.Root, "namespaces", nsID, "agents", shortHash(agentID))
+	return path.Join(h.cfg.Root, "namespaces", nsID, "agents", agentdir.Hash(agentID))
 }
 
 func (h *host) occPath() string { return path.Join(h.cfg.Root, "bin", "occ") }
@@ -206,7 +202,7 @@ func (d *Driver) openclaw() string {
 	return path.Join(d.cfg.RuntimeDir, "app", "node_modules", "openclaw", "openclaw.mjs")
 }
 
-func unitName(agentID string) string { return "occ-gateway-" + shortHash(agentID) + ".service" }
+func unitName(agentID string) string { return "occ-gateway-" + agentdir.Hash(agentID) + ".service" }
 
 func checkIDs(nsID, agentID string) error {
 	if !idRE.MatchString(nsID) || !idRE.MatchString(agentID) {
@@ -506,7 +502,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 	}
 	dir := h.agentDir(rev.NamespaceID, rev.AgentID)
 	info, _ := json.Marshal(map[string]string{"agentId": rev.AgentID, "namespaceId": rev.NamespaceID})
-	if _, err := h.run(ctx, "layout", shellCmd(scriptLayout, h.cfg.Root, rev.NamespaceID, shortHash(rev.AgentID), d.cfg.RuntimeUser, string(info)), nil); err != nil {
+	if _, err := h.run(ctx, "layout", shellCmd(scriptLayout, h.cfg.Root, rev.NamespaceID, agentdir.Hash(rev.AgentID), d.cfg.RuntimeUser, string(info)), nil); err != nil {
 		return compute.PrepareResult{}, err
 	}
 	a.host = h
@@ -514,7 +510,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 	if err != nil {
 		return compute.PrepareResult{}, err
 	}
-	rh := shortHash(rev.ID)
+	rh := agentdir.Hash(rev.ID)
 	st, err := d.status(ctx, h, rev.NamespaceID, rev.AgentID, port)
 	if err != nil {
 		return compute.PrepareResult{}, err
@@ -599,15 +595,15 @@ func (d *Driver) progress(ctx context.Context, a *agent, h *host, rev compute.Re
 	if st.owned && d.readyz(ctx, h, port) {
 		return compute.PrepareResult{Ready: true}, nil, true
 	}
-	if a.started == shortHash(rev.ID) && time.Since(a.startAt) > d.cfg.ReadyTimeout {
+	if a.started == agentdir.Hash(rev.ID) && time.Since(a.startAt) > d.cfg.ReadyTimeout {
 		_ = d.stopGateway(ctx, h, h.agentDir(rev.NamespaceID, rev.AgentID), rev.AgentID)
 		a.started = ""
 		return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
 			fmt.Errorf("ssh: the gateway of revision %s was not ready within %s", rev.ID, d.cfg.ReadyTimeout)), true
 	}
-	if a.started != shortHash(rev.ID) {
+	if a.started != agentdir.Hash(rev.ID) {
 		// Started by an earlier occ process: time it from now.
-		a.startAt, a.started = time.Now(), shortHash(rev.ID)
+		a.startAt, a.started = time.Now(), agentdir.Hash(rev.ID)
 	}
 	msg := "the gateway is starting"
 	if st.alive && !st.owned {
@@ -687,7 +683,7 @@ func (d *Driver) token(ctx context.Context, h *host, agentID string) (string, er
 	if _, err := rand.Read(raw[:]); err != nil {
 		return "", err
 	}
-	out, err := h.run(ctx, "token", shellCmd(scriptToken, h.cfg.Root, shortHash(agentID)), strings.NewReader(hex.EncodeToString(raw[:])))
+	out, err := h.run(ctx, "token", shellCmd(scriptToken, h.cfg.Root, agentdir.Hash(agentID)), strings.NewReader(hex.EncodeToString(raw[:])))
 	if err != nil {
 		return "", err
 	}
@@ -778,7 +774,7 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc 
 	if st.serving == rev.ID || (st.serving != "" && st.servingNo > rev.Number) {
 		return nil
 	}
-	if st.rev != shortHash(rev.ID) || !st.alive {
+	if st.rev != agentdir.Hash(rev.ID) || !st.alive {
 		return fmt.Errorf("ssh: activate revision %s: its gateway is not running; prepare it first", rev.ID)
 	}
 	if rc.WorkspaceSetup != nil {
@@ -832,7 +828,7 @@ func (d *Driver) stopRevision(ctx context.Context, a *agent, rev compute.Revisio
 	if err != nil {
 		return nil, err
 	}
-	if st.rev == shortHash(rev.ID) {
+	if st.rev == agentdir.Hash(rev.ID) {
 		if err := d.stopGateway(ctx, h, dir, rev.AgentID); err != nil {
 			return nil, err
 		}
@@ -861,7 +857,7 @@ func (d *Driver) RetireRevision(ctx context.Context, rev compute.Revision) error
 	if err != nil || h == nil {
 		return err
 	}
-	_, err = h.run(ctx, "retire", h.asRuntime(scriptRetire, h.agentDir(rev.NamespaceID, rev.AgentID), shortHash(rev.ID)), nil)
+	_, err = h.run(ctx, "retire", h.asRuntime(scriptRetire, h.agentDir(rev.NamespaceID, rev.AgentID), agentdir.Hash(rev.ID)), nil)
 	return err
 }
 
@@ -894,7 +890,7 @@ func (d *Driver) DeleteAgent(ctx context.Context, ag compute.Agent) error {
 	} else if err := d.stopGateway(ctx, h, dir, ag.ID); err != nil {
 		return err
 	}
-	if _, err := h.run(ctx, "delete agent", shellCmd(scriptDelete, h.cfg.Root, ag.NamespaceID, shortHash(ag.ID)), nil); err != nil {
+	if _, err := h.run(ctx, "delete agent", shellCmd(scriptDelete, h.cfg.Root, ag.NamespaceID, agentdir.Hash(ag.ID)), nil); err != nil {
 		return err
 	}
 	a.host, a.port, a.started = nil, 0, ""
@@ -936,7 +932,7 @@ func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.En
 	return compute.Endpoint{
 		URL:       fmt.Sprintf("ws://127.0.0.1:%d/", port),
 		Transport: compute.Direct,
-		Tunnel:    tunnel{h: h, port: port, agentHash: shortHash(rev.AgentID)},
+		Tunnel:    tunnel{h: h, port: port, agentHash: agentdir.Hash(rev.AgentID)},
 	}, nil
 }
 
@@ -995,7 +991,7 @@ func (d *Driver) recoverHost(ctx context.Context, h *host) error {
 			continue
 		}
 		var info struct{ AgentID, NamespaceID string }
-		if json.Unmarshal(infoOut, &info) != nil || shortHash(info.AgentID) != ah || info.NamespaceID != ns {
+		if json.Unmarshal(infoOut, &info) != nil || agentdir.Hash(info.AgentID) != ah || info.NamespaceID != ns {
 			continue
 		}
 		if err := d.recoverAgent(ctx, h, info.NamespaceID, info.AgentID); err != nil {
@@ -1024,7 +1020,7 @@ func (d *Driver) recoverAgent(ctx context.Context, h *host, nsID, agentID string
 	if st.alive || st.serving == "" || st.gaveUp != "" {
 		return nil
 	}
-	rh := shortHash(st.serving)
+	rh := agentdir.Hash(st.serving)
 	if _, ok := st.numbers[st.serving]; !ok {
 		return fmt.Errorf("ssh: serving revision %s has no configuration", st.serving)
 	}

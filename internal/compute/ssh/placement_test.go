@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/ids"
 )
 
@@ -87,7 +88,7 @@ func TestPlacement(t *testing.T) {
 		}
 		info, _ := json.Marshal(map[string]string{"agentId": agent, "namespaceId": ns})
 		// What PrepareRevision records first: the Agent's directory.
-		_, err = h.run(ctx, "layout", shellCmd(scriptLayout, h.cfg.Root, ns, shortHash(agent), d.cfg.RuntimeUser, string(info)), nil)
+		_, err = h.run(ctx, "layout", shellCmd(scriptLayout, h.cfg.Root, ns, agentdir.Hash(agent), d.cfg.RuntimeUser, string(info)), nil)
 		return h.cfg.Name, err
 	}
 	got := map[string]string{}
@@ -110,7 +111,7 @@ func TestPlacement(t *testing.T) {
 	}
 	for name, h := range map[string]Host{"pinned": h2, "free": h1} {
 		id := map[string]string{"pinned": pinned, "free": free}[name]
-		if _, err := os.Stat(filepath.Join(h.Root, "namespaces", ns, "agents", shortHash(id), "agent.json")); err != nil {
+		if _, err := os.Stat(filepath.Join(h.Root, "namespaces", ns, "agents", agentdir.Hash(id), "agent.json")); err != nil {
 			t.Errorf("%s: no placement record on %s: %v", name, h.Name, err)
 		}
 	}
@@ -140,7 +141,7 @@ func TestPlacement(t *testing.T) {
 	// An Agent recorded on two hosts is refused, naming both.
 	info, _ := json.Marshal(map[string]string{"agentId": free, "namespaceId": ns})
 	h2d := d2.hosts[0]
-	if _, err := h2d.run(ctx, "layout", shellCmd(scriptLayout, h2.Root, ns, shortHash(free), d.cfg.RuntimeUser, string(info)), nil); err != nil {
+	if _, err := h2d.run(ctx, "layout", shellCmd(scriptLayout, h2.Root, ns, agentdir.Hash(free), d.cfg.RuntimeUser, string(info)), nil); err != nil {
 		t.Fatal(err)
 	}
 	d3, err := New(Options{Config: c2, Binary: os.Args[0]})

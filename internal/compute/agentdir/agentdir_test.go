@@ -1,0 +1,206 @@
+package agentdir
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/workspace"
+)
+
+func TestHash(t *testing.T) {
+	// sha256("agent-1") begins 6ff3b3bd11c4 (printf agent-1 | sha256sum).
+	if got := Hash("agent-1"); got != "6ff3b3bd11c4" {
+		t.Errorf("Hash(agent-1) = %q", got)
+	}
+}
+
+func TestEnsureIsOnceAndKeepsTheToken(t *testing.T) {
+	d := Dir(t.TempDir())
+	if err := d.Ensure(Info{AgentID: "a1", NamespaceID: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := d.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(d.Path(FileToken))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, mode %v; want 0600", err, fi.Mode())
+	}
+	// A second Ensure with other values changes neither file.
+	if err := d.Ensure(Info{AgentID: "other", NamespaceID: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := d.Info()
+	if diff := cmp.Diff(Info{AgentID: "a1", NamespaceID: "n1"}, info); err != nil || diff != "" {
+		t.Errorf("Info() = %v, (-want +got):\n%s", err, diff)
+	}
+	again, err := d.EnsureToken()
+	if err != nil || again != tok {
+		t.Errorf("EnsureToken replaced the token (err %v)", err)
+	}
+}
+
+// TestTokenRefusals: a token file that is not the driver's own is an
+// error that never repeats its content, and is never replaced.
+func TestTokenRefusals(t *testing.T) {
+	const content = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, p string)
+		want  string
+	}{
+		{"readable by others", func(t *testing.T, p string) { write(t, p, content, 0o644) }, "must be a regular file of mode 0600"},
+		{"a symlink", func(t *testing.T, p string) {
+			target := filepath.Join(t.TempDir(), "t")
+			write(t, target, content, 0o600)
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "must be a regular file of mode 0600"},
+		{"a directory", func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "must be a regular file of mode 0600"},
+		{"one digit short", func(t *testing.T, p string) { write(t, p, content[1:], 0o600) }, "is malformed"},
+		{"upper case", func(t *testing.T, p string) { write(t, p, strings.ToUpper(content), 0o600) }, "is malformed"},
+		{"a trailing newline", func(t *testing.T, p string) { write(t, p, content+"\n", 0o600) }, "is malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Dir(t.TempDir())
+			tt.setup(t, d.Path(FileToken))
+			for _, f := range []func() (string, error){d.Token, d.EnsureToken} {
+				_, err := f()
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("error %v, want one containing %q", err, tt.want)
+				}
+				if err != nil && strings.Contains(strings.ToLower(err.Error()), content[1:20]) {
+					t.Errorf("the error repeats the file's content: %v", err)
+				}
+			}
+		})
+	}
+	if _, err := Dir(t.TempDir()).Token(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Token() without a file = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestPort(t *testing.T) {
+	tests := []struct {
+		content string // "-" leaves the file absent
+		want    int
+	}{
+		{"-", 0},
+		{"18801\n", 18801},
+		{" 1 ", 1},
+		{"65535\n", 65535},
+		{"65536\n", 0},
+		{"0\n", 0},
+		{"-1\n", 0},
+		{"port\n", 0},
+	}
+	for _, tt := range tests {
+		d := Dir(t.TempDir())
+		if tt.content != "-" {
+			write(t, d.Path(FilePort), tt.content, 0o600)
+		}
+		got, err := d.Port()
+		if err != nil || got != tt.want {
+			t.Errorf("Port() of %q = %d, %v; want %d", tt.content, got, err, tt.want)
+		}
+	}
+	d := Dir(t.TempDir())
+	if err := d.WritePort(65535); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Port(); err != nil || got != 65535 {
+		t.Errorf("Port() after WritePort(65535) = %d, %v", got, err)
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	d := Dir(t.TempDir())
+	if got, err := d.Identity(); got != nil || err != nil {
+		t.Fatalf("Identity() without a file = %v, %v; want nil, nil", got, err)
+	}
+	s := workspace.Setup{ID: "s1", NamespaceID: "n1", AgentID: "a1", DefaultsID: "d1", Files: map[string]string{"AGENTS.md": "x"}}
+	if err := d.WriteIdentity(s); err != nil {
+		t.Fatal(err)
+	}
+	want := &workspace.Setup{ID: "s1", NamespaceID: "n1", AgentID: "a1", DefaultsID: "d1", Completed: true}
+	got, err := d.Identity()
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("Identity() = %v (-want +got):\n%s", err, diff)
+	}
+	b, _ := os.ReadFile(d.Path(FileIdentity))
+	if strings.Contains(string(b), "AGENTS.md") {
+		t.Errorf("the identity file holds the setup's files: %s", b)
+	}
+	// The Docker driver's earlier files held the whole setup without its
+	// files; they read the same.
+	write(t, d.Path(FileIdentity), `{"id":"s1","namespaceId":"n1","agentId":"a1","defaultsId":"d1","completed":false}`, 0o600)
+	got, err = d.Identity()
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("Identity() of an earlier file = %v (-want +got):\n%s", err, diff)
+	}
+	for _, bad := range []string{`{}`, `{"id":""}`, `not json`} {
+		write(t, d.Path(FileIdentity), bad, 0o600)
+		if _, err := d.Identity(); err == nil || !strings.Contains(err.Error(), "is malformed") {
+			t.Errorf("Identity() of %s = %v, want malformed", bad, err)
+		}
+	}
+}
+
+func TestInfoMalformed(t *testing.T) {
+	for _, bad := range []string{`{}`, `{"agentId":""}`, `[`} {
+		d := Dir(t.TempDir())
+		write(t, d.Path(FileAgent), bad, 0o600)
+		if _, err := d.Info(); err == nil || !strings.Contains(err.Error(), "is malformed") {
+			t.Errorf("Info() of %s = %v, want malformed", bad, err)
+		}
+		if !d.Exists() {
+			t.Errorf("Exists() = false with %s present", FileAgent)
+		}
+	}
+}
+
+// TestWriteFileAtomic: the new content, the mode asked for (replacing the
+// old file's), and no temporary file left behind.
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	write(t, p, "old", 0o644)
+	if err := WriteFileAtomic(p, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	if err != nil || string(b) != "new" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("after WriteFileAtomic: %q, %v, mode %v", b, err, fi.Mode())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("the directory holds %d entries, want only the file", len(entries))
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "missing", "f"), nil, 0o600); err == nil {
+		t.Error("WriteFileAtomic into a missing directory succeeded")
+	}
+}
+
+func write(t *testing.T, p, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
