@@ -233,11 +233,15 @@ esac
 #     gateways). A package that may run two runs alone; packages that run
 #     at most one at a time run in pairs ("A|B" below: two go tests at once,
 #     their output printed when both ended), so two gateways, never more,
-#     run at any moment;
-#   - the other packages run together, as go test does by default (one per
-#     core), under one timeout;
-#   - the Kubernetes packages run last, one at a time: their deployments
-#     wait on kwok and the scheduler, which starve beside gateway starts.
+#     run at any moment; internal/setuprunner (native `openclaw setup` runs,
+#     no gateway, waiting on node start-up and fsync more than on CPU) runs
+#     beside internal/agentgw, whose two shared gateways start once;
+#   - the other packages run as go test would run them (one per core), each
+#     under the same timeout;
+#   - the Kubernetes packages run last: their deployments wait on kwok and
+#     the scheduler, which starve beside gateway starts. internal/routingops
+#     and internal/chart (no real gateway; each in namespaces, releases and
+#     a GatewayClass of its own) run as a pair, the others alone.
 # Every package gets an explicit -timeout (Go's default is 10 minutes for a
 # whole binary). A failing package does not stop the others: each step
 # runs, and the script fails at the end naming what failed.
@@ -246,9 +250,8 @@ esac
 # (2 cores, cold npm and gateway caches, nothing else running); see
 # docs/testing.md for the measurements.
 heavy=(
-	"./internal/agentgw 15m"
+	"./internal/agentgw 15m|./internal/setuprunner 15m"
 	"./internal/compute/local 30m"
-	"./internal/setuprunner 15m"
 	"./internal/agentgw/gwtest 10m"
 	"./internal/compute/docker 30m|./internal/compute/ssh 25m"
 	"./internal/server 30m|./internal/clie2e 15m"
@@ -257,8 +260,7 @@ heavy=(
 kube=(
 	"./internal/testenv/kube 10m"
 	"./internal/compute/kube 30m"
-	"./internal/routingops 20m"
-	"./internal/chart 10m"
+	"./internal/routingops 20m|./internal/chart 10m"
 )
 light_timeout=10m
 
