@@ -231,9 +231,10 @@ esac
 #     run in their own go test with the timeout each needs; inside each
 #     package at most two gateways run at once (its own slots or shared
 #     gateways). A package that may run two runs alone; packages that run
-#     at most one at a time run in pairs ("A|B" below: two go tests at once,
-#     their output printed when both ended), so two gateways, never more,
-#     run at any moment; internal/setuprunner (native `openclaw setup` runs,
+#     at most one at a time run two at a time ("A|B|C..." below: a pool of
+#     two lanes, the longest packages first, each next package starting when
+#     a lane frees, their output printed when all ended), so two gateways,
+#     never more, run at any moment; internal/setuprunner (native `openclaw setup` runs,
 #     no gateway, waiting on node start-up and fsync more than on CPU) runs
 #     beside internal/agentgw, whose two shared gateways start once;
 #   - the other packages run as go test would run them (one per core), each
@@ -252,10 +253,7 @@ esac
 heavy=(
 	"./internal/agentgw 15m|./internal/setuprunner 15m"
 	"./internal/compute/local 30m"
-	"./internal/agentgw/gwtest 10m"
-	"./internal/compute/docker 30m|./internal/compute/ssh 25m"
-	"./internal/server 30m|./internal/clie2e 15m"
-	"./internal/console 10m|./internal/images 10m"
+	"./internal/compute/ssh 25m|./internal/server 30m|./internal/compute/docker 30m|./internal/clie2e 15m|./internal/console 10m|./internal/images 10m|./internal/agentgw/gwtest 10m"
 )
 kube=(
 	"./internal/testenv/kube 10m"
@@ -340,8 +338,8 @@ run_pkgs_at_once() {
 run_go_test_group() {
 	local -a members
 	IFS='|' read -ra members <<<"$1"
-	step "go test ${race[*]} -count=1: ${1//|/ + } (at once)"
-	run_pkgs_at_once "${#members[@]}" "${members[@]}"
+	step "go test ${race[*]} -count=1: ${1//|/ + } (two at a time)"
+	run_pkgs_at_once 2 "${members[@]}"
 	done_step
 }
 
