@@ -21,18 +21,30 @@ import (
 // is the -benchtime count of each side. The run is bounded by a 15-minute
 // timeout.
 func FilesBenchmark(ctx context.Context, moduleDir string, ops int) ([]Result, error) {
+	out, err := goBench(ctx, moduleDir, "./internal/server", "WorkspaceFiles", ops)
+	if err != nil {
+		return nil, err
+	}
+	return parseFilesBenchmark(out)
+}
+
+// goBench runs `go test -run ^$ -bench pattern -benchtime opsx` of pkg in
+// moduleDir (no race detector: these are measurements) and returns its
+// standard output, bounded by a 15-minute timeout; a failure carries the
+// end of both outputs.
+func goBench(ctx context.Context, moduleDir, pkg, pattern string, ops int) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "WorkspaceFiles",
-		"-benchtime", fmt.Sprintf("%dx", ops), "-count", "1", "-timeout", "15m", "./internal/server")
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", pattern,
+		"-benchtime", fmt.Sprintf("%dx", ops), "-count", "1", "-timeout", "15m", pkg)
 	cmd.Dir = moduleDir
 	cmd.Env = os.Environ()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go test -bench WorkspaceFiles: %w\n%s%s", err, tail(out.String()), tail(errOut.String()))
+		return "", fmt.Errorf("go test -bench %s %s: %w\n%s%s", pattern, pkg, err, tail(out.String()), tail(errOut.String()))
 	}
-	return parseFilesBenchmark(out.String())
+	return out.String(), nil
 }
 
 var benchLine = regexp.MustCompile(`^BenchmarkWorkspaceFiles/(pool/|poolmux/)?(get|put)/conc=(\d+)\S*\s+(\d+)\s+(.*)$`)

@@ -2,15 +2,11 @@ package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // WorkerBenchmark runs internal/worker's BenchmarkDeployments (ops
@@ -21,18 +17,11 @@ import (
 // turns its metrics into one row per engine. The run is bounded by a
 // 15-minute timeout.
 func WorkerBenchmark(ctx context.Context, moduleDir string, ops int) ([]Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkDeployments$",
-		"-benchtime", fmt.Sprintf("%dx", ops), "-count", "1", "-timeout", "15m", "./internal/worker")
-	cmd.Dir = moduleDir
-	cmd.Env = os.Environ()
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go test -bench Deployments: %w\n%s%s", err, tail(out.String()), tail(errOut.String()))
+	out, err := goBench(ctx, moduleDir, "./internal/worker", "^BenchmarkDeployments$", ops)
+	if err != nil {
+		return nil, err
 	}
-	return parseWorkerBenchmark(out.String())
+	return parseWorkerBenchmark(out)
 }
 
 var workerBenchLine = regexp.MustCompile(`^BenchmarkDeployments/(\w+)\S*\s+(\d+)\s+(.*)$`)
