@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
+	"github.com/openclaw/occ/internal/testutil"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -51,6 +52,25 @@ func newDeployEnv(t *testing.T, st store.Store, caps compute.Capabilities) *depl
 		map[string]any{"name": "base", "kind": "agent", "document": map[string]any{"agents": map[string]any{}}}, e.admin, 201, &c)
 	de.cfg = c.ID
 	return de
+}
+
+// readyNamespace, for an env whose worker runs in the background on the
+// real clock: creates the Namespace name, waits (30 s at most) until the
+// worker made it ready, and creates the agent Configuration "c" with doc
+// in it; de.ns and de.cfg name them.
+func (de *deployEnv) readyNamespace(name string, doc map[string]any) {
+	de.t.Helper()
+	var ns idOnly
+	de.must("POST", "/namespaces", map[string]string{"name": name}, de.admin, 201, &ns)
+	de.ns = ns.ID
+	testutil.Eventually(de.t, 30*time.Second, func() bool {
+		var got struct{ Status string }
+		de.must("GET", "/namespaces/"+ns.ID, nil, de.admin, 200, &got)
+		return got.Status == "ready"
+	}, "the Namespace %s ready", name)
+	var c idOnly
+	de.must("POST", "/namespaces/"+ns.ID+"/configurations", map[string]any{"name": "c", "kind": "agent", "document": doc}, de.admin, 201, &c)
+	de.cfg = c.ID
 }
 
 // runUntil runs the worker one item at a time until cond holds, moving the

@@ -89,18 +89,7 @@ func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	t.Cleanup(func() { cancel(); <-done })
 
 	de := &deployEnv{env: e, files: files}
-	var ns idOnly
-	e.must("POST", "/namespaces", map[string]string{"name": "real"}, e.admin, 201, &ns)
-	de.ns = ns.ID
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		var got struct{ Status string }
-		e.must("GET", "/namespaces/"+ns.ID, nil, e.admin, 200, &got)
-		return got.Status == "ready"
-	}, "the Namespace becomes ready")
-	var c idOnly
-	e.must("POST", "/namespaces/"+ns.ID+"/configurations", map[string]any{"name": "base", "kind": "agent",
-		"document": map[string]any{"agents": map[string]any{"defaults": map[string]any{}}}}, e.admin, 201, &c)
-	de.cfg = c.ID
+	de.readyNamespace("real", map[string]any{"agents": map[string]any{"defaults": map[string]any{}}})
 	return de
 }
 

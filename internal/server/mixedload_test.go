@@ -105,22 +105,12 @@ func runMixedLoad(t *testing.T, st *sqlstore.Store, target agentgw.Target, dur t
 	t.Cleanup(hs.Close)
 
 	de := &deployEnv{env: e, driver: d.Driver}
-	var ns idOnly
-	e.must("POST", "/namespaces", map[string]string{"name": "load"}, e.admin, 201, &ns)
-	de.ns = ns.ID
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		var got struct{ Status string }
-		e.must("GET", "/namespaces/"+ns.ID, nil, e.admin, 200, &got)
-		return got.Status == "ready"
-	}, "the Namespace ready")
-	var cfg idOnly
-	e.must("POST", "/namespaces/"+ns.ID+"/configurations", map[string]any{"name": "c", "kind": "agent", "document": map[string]any{}}, e.admin, 201, &cfg)
-	de.cfg = cfg.ID
+	de.readyNamespace("load", map[string]any{})
 	filesAgent := de.createAgent("files", nil)
 	rev := de.deploy(filesAgent)
 	testutil.Eventually(t, 30*time.Second, func() bool { return de.deployment(filesAgent, rev).Status == "succeeded" }, "the files Agent deployed")
 	deployAgents := []string{de.createAgent("d0", nil), de.createAgent("d1", nil), de.createAgent("d2", nil), de.createAgent("d3", nil)}
-	agentsPath := "/namespaces/" + ns.ID + "/agents"
+	agentsPath := "/namespaces/" + de.ns + "/agents"
 	filesPath := agentsPath + "/" + filesAgent + "/workspace/files/"
 
 	// Every hash a file can hold: its content now, and every write's.

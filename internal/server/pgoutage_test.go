@@ -72,17 +72,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	t.Cleanup(hs.Close)
 
 	de := &deployEnv{env: e, driver: d}
-	var ns idOnly
-	e.must("POST", "/namespaces", map[string]string{"name": "outage"}, e.admin, 201, &ns)
-	de.ns = ns.ID
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		var got struct{ Status string }
-		e.must("GET", "/namespaces/"+ns.ID, nil, e.admin, 200, &got)
-		return got.Status == "ready"
-	}, "the Namespace ready")
-	var cfg idOnly
-	e.must("POST", "/namespaces/"+ns.ID+"/configurations", map[string]any{"name": "c", "kind": "agent", "document": map[string]any{}}, e.admin, 201, &cfg)
-	de.cfg = cfg.ID
+	de.readyNamespace("outage", map[string]any{})
 	agents := []string{de.createAgent("a0", nil), de.createAgent("a1", nil), de.createAgent("a2", nil)}
 
 	const readers, deployers = 6, 2
@@ -113,7 +103,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 3000 && !stopping.Load(); i++ {
 				ag := agents[(c+i)%len(agents)]
-				base := "/namespaces/" + ns.ID + "/agents"
+				base := "/namespaces/" + de.ns + "/agents"
 				if c >= readers {
 					r := record("deploy", func() reply { return lc.do(ctx, "POST", base+"/"+ag+"/deploy", nil, nil) })
 					if r.status == 202 {
@@ -145,7 +135,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	started := time.Now()
 	phase.Store(phaseRecovering)
 	testutil.Eventually(t, 60*time.Second, func() bool {
-		code, _, _ := e.do("GET", "/namespaces/"+ns.ID+"/agents", nil, e.admin)
+		code, _, _ := e.do("GET", "/namespaces/"+de.ns+"/agents", nil, e.admin)
 		return code == 200
 	}, "OCC serving again after PostgreSQL started")
 	recovery := time.Since(started)
