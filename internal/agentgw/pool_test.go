@@ -205,18 +205,26 @@ func TestPoolRoutedRotation(t *testing.T) {
 	}
 }
 
+// warmPool returns a fake gateway and a pooled client (closed when the
+// test ends) that already holds an open connection to it, made by one Get.
+func warmPool(t *testing.T) (*gwtest.FakeGateway, *agentgw.Client, agentgw.Target) {
+	t.Helper()
+	f := gwtest.NewFakeGateway(t, gwtest.FakeOptions{})
+	c := pooled(agentgw.PoolOptions{})
+	t.Cleanup(func() { c.Close() })
+	target := f.DirectTarget(t)
+	if _, err := c.Get(testCtx(t), target, workspace.SoulMD); err != nil {
+		t.Fatal(err)
+	}
+	return f, c, target
+}
+
 // TestPoolUnknownOutcome: a pooled connection that drops after the set
 // frame was sent is OutcomeUnknown and the set is not sent again; the next
 // operation dials a fresh connection. A pooled connection that is already
 // closed before anything is sent is replaced by one fresh dial.
 func TestPoolUnknownOutcome(t *testing.T) {
-	f := gwtest.NewFakeGateway(t, gwtest.FakeOptions{})
-	c := pooled(agentgw.PoolOptions{})
-	defer c.Close()
-	target := f.DirectTarget(t)
-	if _, err := c.Get(testCtx(t), target, workspace.SoulMD); err != nil {
-		t.Fatal(err)
-	}
+	f, c, target := warmPool(t)
 	f.SetFault(methodSet, gwtest.FaultClose)
 	_, err := c.Set(testCtx(t), target, workspace.SoulMD, "applied?\n", "")
 	if diff := cmp.Diff(unknown("connection_lost_after_send"), outcomeOf(err)); diff != "" {
@@ -281,13 +289,7 @@ func TestPoolBounds(t *testing.T) {
 // TestPoolCanceledOperation: an operation whose context ends while it
 // waits for its answer leaves the pooled connection usable for the next.
 func TestPoolCanceledOperation(t *testing.T) {
-	f := gwtest.NewFakeGateway(t, gwtest.FakeOptions{})
-	c := pooled(agentgw.PoolOptions{})
-	defer c.Close()
-	target := f.DirectTarget(t)
-	if _, err := c.Get(testCtx(t), target, workspace.SoulMD); err != nil {
-		t.Fatal(err)
-	}
+	f, c, target := warmPool(t)
 	f.SetFault(methodGet, gwtest.FaultHang)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
