@@ -327,14 +327,14 @@ func jsonArg(v any) (string, error) {
 type timeCol struct{ dst *time.Time }
 
 func (c timeCol) Scan(src any) error {
-	t, err := parseTimeValue(src)
+	t, null, err := scanTime(src)
 	if err != nil {
 		return err
 	}
-	if t == nil {
+	if null {
 		return errors.New("sqlstore: NULL in a NOT NULL time column")
 	}
-	*c.dst = *t
+	*c.dst = t
 	return nil
 }
 
@@ -342,38 +342,89 @@ func (c timeCol) Scan(src any) error {
 type optTimeCol struct{ dst **time.Time }
 
 func (c optTimeCol) Scan(src any) error {
-	t, err := parseTimeValue(src)
+	t, null, err := scanTime(src)
 	if err != nil {
 		return err
 	}
-	*c.dst = t
+	if null {
+		*c.dst = nil
+		return nil
+	}
+	*c.dst = &t
 	return nil
 }
 
-func parseTimeValue(src any) (*time.Time, error) {
-	var t time.Time
+// scanTime converts what either engine returns for a time column to a UTC
+// time; null reports SQL NULL.
+func scanTime(src any) (t time.Time, null bool, err error) {
 	switch v := src.(type) {
 	case nil:
-		return nil, nil
+		return time.Time{}, true, nil
 	case time.Time:
 		t = v
 	case string:
-		p, err := time.Parse(sqliteTimeLayout, v)
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: malformed stored time %q: %w", v, err)
-		}
-		t = p
+		t, err = parseSQLiteTime(v)
 	case []byte:
-		p, err := time.Parse(sqliteTimeLayout, string(v))
-		if err != nil {
-			return nil, fmt.Errorf("sqlstore: malformed stored time %q: %w", v, err)
-		}
-		t = p
+		t, err = parseSQLiteTime(string(v))
 	default:
-		return nil, fmt.Errorf("sqlstore: cannot scan %T into a time", src)
+		err = fmt.Errorf("sqlstore: cannot scan %T into a time", src)
 	}
-	t = t.UTC()
-	return &t, nil
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return t.UTC(), false, nil
+}
+
+// parseSQLiteTime parses SQLite's stored form (sqliteTimeLayout). Every
+// time OCC writes has exactly that fixed-width form, so it is read by
+// position (parseFixedTime: a list page reads two per row, and
+// time.Parse's general layout interpreter was a tenth of the page's CPU);
+// anything else goes through time.Parse, which accepts or refuses it
+// exactly as before and names the problem.
+func parseSQLiteTime(s string) (time.Time, error) {
+	if t, ok := parseFixedTime(s); ok {
+		return t, nil
+	}
+	t, err := time.Parse(sqliteTimeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlstore: malformed stored time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// parseFixedTime reads "YYYY-MM-DDTHH:MM:SS.ffffffZ" by position. It
+// reports false for anything time.Parse(sqliteTimeLayout) would not read
+// the same way (wrong length or separators, a non-digit, a field out of
+// range), so that the caller falls back to time.Parse; FuzzParseFixedTime
+// checks that the two agree.
+func parseFixedTime(s string) (time.Time, bool) {
+	if len(s) != len(sqliteTimeLayout) || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+		s[13] != ':' || s[16] != ':' || s[19] != '.' || s[26] != 'Z' {
+		return time.Time{}, false
+	}
+	ok := true
+	num := func(from, to int) int {
+		n := 0
+		for i := from; i < to; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				ok = false
+				return 0
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, sec, micro := num(11, 13), num(14, 16), num(17, 19), num(20, 26)
+	if !ok || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	// The last day of month: day 0 of the next month normalizes to it.
+	if day > time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day() {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, micro*1000, time.UTC), true
 }
 
 // optStringCol scans a nullable text column; NULL becomes "".

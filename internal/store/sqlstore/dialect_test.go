@@ -1,0 +1,81 @@
+package sqlstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestParseSQLiteTime checks the by-position reader against time.Parse at
+// the edges of every field, and that what it refuses still gets
+// time.Parse's answer.
+func TestParseSQLiteTime(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    time.Time
+		fast    bool // read by parseFixedTime
+		wantErr bool
+	}{
+		{in: "2026-12-02T09:42:03.123456Z", want: time.Date(2026, 12, 2, 9, 42, 3, 123456000, time.UTC), fast: true},
+		{in: "0000-01-01T00:00:00.000000Z", want: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), fast: true},
+		{in: "9999-12-31T23:59:59.999999Z", want: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), fast: true},
+		{in: "2024-02-29T00:00:00.000000Z", want: time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), fast: true},
+		{in: "2023-02-29T00:00:00.000000Z", wantErr: true}, // not a leap year
+		{in: "2026-04-31T00:00:00.000000Z", wantErr: true},
+		{in: "2026-13-01T00:00:00.000000Z", wantErr: true},
+		{in: "2026-00-01T00:00:00.000000Z", wantErr: true},
+		{in: "2026-01-00T00:00:00.000000Z", wantErr: true},
+		{in: "2026-01-01T24:00:00.000000Z", wantErr: true},
+		{in: "2026-01-01T00:60:00.000000Z", wantErr: true},
+		{in: "2026-01-01T00:00:60.000000Z", wantErr: true},
+		{in: "2026-01-01T00:00:00.00000aZ", wantErr: true},
+		{in: "2026-01-01 00:00:00.000000Z", wantErr: true},
+		{in: "2026-01-01T00:00:00.000000", wantErr: true},
+		{in: "2026-01-01T00:00:00.0000000Z", wantErr: true},
+		{in: "", wantErr: true},
+	} {
+		_, fast := parseFixedTime(tc.in)
+		got, err := parseSQLiteTime(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("parseSQLiteTime(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
+			continue
+		}
+		if fast != tc.fast {
+			t.Errorf("parseFixedTime(%q) ok = %v, want %v", tc.in, fast, tc.fast)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("parseSQLiteTime(%q) (-want +got):\n%s", tc.in, diff)
+		}
+	}
+}
+
+// FuzzParseFixedTime checks that the by-position reader agrees with
+// time.Parse: whatever it reads, time.Parse reads as the same instant, and
+// every time written in the stored form is read by it.
+func FuzzParseFixedTime(f *testing.F) {
+	f.Add("2026-12-02T09:42:03.123456Z", int64(0))
+	f.Add("2024-02-29T23:59:59.999999Z", int64(1<<40))
+	f.Add("2023-02-29T00:00:00.000000Z", int64(-1<<50))
+	f.Add("2026-01-01T00:00:00.00000-Z", int64(42))
+	f.Fuzz(func(t *testing.T, s string, ns int64) {
+		if got, ok := parseFixedTime(s); ok {
+			want, err := time.Parse(sqliteTimeLayout, s)
+			if err != nil {
+				t.Fatalf("parseFixedTime(%q) = %v, but time.Parse refuses it: %v", s, got, err)
+			}
+			if !got.Equal(want) || got.Location() != time.UTC {
+				t.Fatalf("parseFixedTime(%q) = %v, time.Parse = %v", s, got, want)
+			}
+		}
+		// A stored time (any instant in years 0-9999, microseconds) reads back.
+		in := time.Unix(0, 0).Add(time.Duration(ns)).UTC().Truncate(time.Microsecond)
+		if y := in.Year(); y < 0 || y > 9999 {
+			return
+		}
+		got, ok := parseFixedTime(in.Format(sqliteTimeLayout))
+		if !ok || !got.Equal(in) {
+			t.Fatalf("parseFixedTime(%q) = %v, %v; want %v", in.Format(sqliteTimeLayout), got, ok, in)
+		}
+	})
+}
