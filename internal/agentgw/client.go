@@ -245,7 +245,11 @@ func (c *Client) run(ctx context.Context, t Target, o operation) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	defer s.close()
+	// The close handshake waits for the gateway's close frame (a round
+	// trip, up to closeTimeout); the operation's result does not depend on
+	// it, so the caller gets the result first and the connection closes in
+	// the background, at most closeTimeout later.
+	defer func() { go s.close() }()
 
 	hello, err := s.handshake(ctx, p, c.version)
 	if err != nil {
