@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,6 +20,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/openclaw/occ/internal/store"
 )
 
 // This file holds every difference between the two engines. The rest of the
@@ -446,6 +450,60 @@ func (c optStringCol) Scan(src any) error {
 
 // jsonCol scans a JSON column (jsonb/json arrive as []byte, SQLite TEXT as a
 // string) by unmarshalling into dst; NULL leaves dst untouched.
+// permissionsCol scans a role's permissions (a JSON array). Every request
+// reads its subject's grants, each with its role's permissions, and
+// decoding that JSON was half the CPU of reading them; a role's stored
+// text rarely changes, so the decoded form is kept by its exact text
+// (content-addressed: a changed role has different text and is decoded
+// afresh, so nothing is ever stale) and each scan gets its own copy.
+type permissionsCol struct{ dst *[]store.Permission }
+
+// permissionsCache maps stored permission text to its decoded form. It
+// holds at most maxCachedPermissions texts (roles are few; past the bound
+// texts are simply decoded each time).
+var permissionsCache struct {
+	mu sync.Mutex
+	m  map[string][]store.Permission
+}
+
+const maxCachedPermissions = 1024
+
+func (c permissionsCol) Scan(src any) error {
+	var text string
+	switch v := src.(type) {
+	case nil:
+		*c.dst = nil
+		return nil
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T as JSON", src)
+	}
+	permissionsCache.mu.Lock()
+	cached, ok := permissionsCache.m[text]
+	permissionsCache.mu.Unlock()
+	if ok {
+		*c.dst = slices.Clone(cached)
+		return nil
+	}
+	var ps []store.Permission
+	if err := json.Unmarshal([]byte(text), &ps); err != nil {
+		return fmt.Errorf("sqlstore: malformed stored JSON: %w", err)
+	}
+	permissionsCache.mu.Lock()
+	if permissionsCache.m == nil {
+		permissionsCache.m = map[string][]store.Permission{}
+	}
+	if len(permissionsCache.m) < maxCachedPermissions {
+		permissionsCache.m[text] = slices.Clone(ps)
+	}
+	permissionsCache.mu.Unlock()
+	*c.dst = ps
+	return nil
+}
+
 type jsonCol struct{ dst any }
 
 func (c jsonCol) Scan(src any) error {

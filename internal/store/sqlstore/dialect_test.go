@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/store"
 )
 
 // TestParseSQLiteTime checks the by-position reader against time.Parse at
@@ -78,4 +80,40 @@ func FuzzParseFixedTime(f *testing.F) {
 			t.Fatalf("parseFixedTime(%q) = %v, %v; want %v", in.Format(sqliteTimeLayout), got, ok, in)
 		}
 	})
+}
+
+// TestPermissionsCol checks the decoded-permissions cache: a scan returns
+// what the text says, a caller that changes its copy changes nothing the
+// next scan sees, a different text is decoded afresh, and malformed text
+// and NULL are handled as by any JSON column.
+func TestPermissionsCol(t *testing.T) {
+	read := store.Permission{Action: store.ActionRead, ResourceKind: store.KindAgent}
+	operate := store.Permission{Action: store.ActionOperate, ResourceKind: store.KindAgent}
+	text := `[{"action":"read","resourceKind":"agent"}]`
+	for i, tc := range []struct {
+		src     any
+		want    []store.Permission
+		wantErr bool
+	}{
+		{src: text, want: []store.Permission{read}},
+		{src: text, want: []store.Permission{read}}, // from the cache, after the caller changed its copy
+		{src: []byte(text), want: []store.Permission{read}},
+		{src: `[{"action":"read","resourceKind":"agent"},{"action":"operate","resourceKind":"agent"}]`, want: []store.Permission{read, operate}},
+		{src: `[]`, want: []store.Permission{}},
+		{src: nil, want: nil},
+		{src: `[{"action":`, wantErr: true},
+		{src: 42, wantErr: true},
+	} {
+		var got []store.Permission
+		err := permissionsCol{&got}.Scan(tc.src)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("scan %d: error = %v, want error %v", i, err, tc.wantErr)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("scan %d (-want +got):\n%s", i, diff)
+		}
+		if len(got) > 0 {
+			got[0].Action = "changed-by-caller"
+		}
+	}
 }

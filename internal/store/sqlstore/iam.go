@@ -15,7 +15,7 @@ const roleColumns = `id, namespace_id, name, permissions, builtin, created_at`
 
 func scanRole(r rowScanner) (store.Role, error) {
 	var ro store.Role
-	err := r.Scan(&ro.ID, optStringCol{&ro.NamespaceID}, &ro.Name, jsonCol{&ro.Permissions}, &ro.Builtin, timeCol{&ro.CreatedAt})
+	err := r.Scan(&ro.ID, optStringCol{&ro.NamespaceID}, &ro.Name, permissionsCol{&ro.Permissions}, &ro.Builtin, timeCol{&ro.CreatedAt})
 	if ro.Permissions == nil {
 		ro.Permissions = []store.Permission{}
 	}
@@ -122,7 +122,7 @@ func (s *Store) ListGrants(ctx context.Context, subjectID string) ([]store.Grant
 		var kind string
 		err := r.Scan(&g.Binding.ID, optStringCol{&g.Binding.NamespaceID}, &g.Binding.SubjectID, &g.Binding.RoleID,
 			optStringCol{&kind}, optStringCol{&g.Binding.ResourceID}, timeCol{&g.Binding.CreatedAt},
-			jsonCol{&g.Permissions})
+			permissionsCol{&g.Permissions})
 		g.Binding.ResourceKind = store.ResourceKind(kind)
 		if g.Permissions == nil {
 			g.Permissions = []store.Permission{}
