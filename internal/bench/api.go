@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/server"
@@ -57,6 +58,8 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 	if err != nil {
 		return nil, err
 	}
+	// The pool as occ server runs it (--database-max-connections).
+	st.SetMaxConnections(config.DefaultDatabaseMaxConnections)
 	cleanup := []func(){func() { st.Close() }}
 	fail := func(err error) (*apiEnv, error) {
 		for i := len(cleanup) - 1; i >= 0; i-- {

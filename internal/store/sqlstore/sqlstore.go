@@ -282,9 +282,13 @@ func (s *Store) Engine() string { return s.d.engine() }
 // SQL against the schema's constraints). Application code never uses it.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// SetMaxConnections caps the connections the pool holds open (n >= 1);
-// idle ones are kept up to the same cap, at most the engine's usual
-// number. A query that finds all n busy waits for one until its context
+// SetMaxConnections caps the connections the pool holds open (n >= 1),
+// and keeps up to n of them open while idle (each is closed after five
+// idle minutes). Keeping fewer idle than open made the pool churn under
+// load: with more requests in flight than idle slots, every returned
+// connection beyond them was closed and the next query opened a new one
+// (on PostgreSQL a new backend process, several milliseconds; it was the
+// 60-70 ms p99 of every API row in docs/performance.md). A query that finds all n busy waits for one until its context
 // ends (then fails with the context's error, mapped to 503 by the caller's
 // error kinds) instead of opening another. Open leaves the pool unbounded,
 // as database/sql does, for short-lived tools.
@@ -293,7 +297,7 @@ func (s *Store) SetMaxConnections(n int) {
 		n = 1
 	}
 	s.db.SetMaxOpenConns(n)
-	s.db.SetMaxIdleConns(min(n, s.d.maxIdle()))
+	s.db.SetMaxIdleConns(n)
 }
 
 // Close releases the pool. Only the owner of the Store returned by Open
