@@ -16,6 +16,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/secretfile"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -256,7 +257,7 @@ func TestDirectTokenFileRules(t *testing.T) {
 		{"empty", write("empty", ""), unavailable("credential")},
 		{"trailing newline", write("nl", g.Token+"\n"), unavailable("credential")},
 		{"space inside", write("space", g.Token[:10]+" "+g.Token[10:]), unavailable("credential")},
-		{"4097 bytes", write("big", strings.Repeat("k", agentgw.MaxSecretFileBytes+1)), unavailable("credential")},
+		{"4097 bytes", write("big", strings.Repeat("k", secretfile.MaxSecretBytes+1)), unavailable("credential")},
 		{"non-ASCII", write("utf8", g.Token+"é"), unavailable("credential")},
 	}
 	for _, tt := range tests {
@@ -271,7 +272,7 @@ func TestDirectTokenFileRules(t *testing.T) {
 	}
 	// 4096 bytes is allowed (and then refused by the gateway as a wrong token).
 	_, err := c.Get(testCtx(t), agentgw.Target{Transport: agentgw.Direct, URL: g.URL,
-		TokenFile: write("max", strings.Repeat("k", agentgw.MaxSecretFileBytes))}, workspace.AgentsMD)
+		TokenFile: write("max", strings.Repeat("k", secretfile.MaxSecretBytes))}, workspace.AgentsMD)
 	if diff := cmp.Diff(unavailable("connect_refused"), outcomeOf(err)); diff != "" {
 		t.Errorf("Get with a 4096-byte token (-want +got):\n%s", diff)
 	}

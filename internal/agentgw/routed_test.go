@@ -16,6 +16,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/secretfile"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -259,7 +260,7 @@ func TestRoutedKeyFileRules(t *testing.T) {
 		{"directory", dir},
 		{"missing", filepath.Join(dir, "nope")},
 		{"empty", write("empty", "")},
-		{"4097 bytes", write("big", key+strings.Repeat("k", agentgw.MaxSecretFileBytes+1-len(key)))},
+		{"4097 bytes", write("big", key+strings.Repeat("k", secretfile.MaxSecretBytes+1-len(key)))},
 		{"trailing newline", write("nl", key+"\n")},
 		{"CRLF", write("crlf", key+"\r\n")},
 		{"space", write("space", key[:8]+" "+key[8:])},
@@ -306,7 +307,7 @@ func TestRoutedTLS(t *testing.T) {
 		{"CA file missing", p, filepath.Join(dir, "nope.pem"), unavailable("ca")},
 		{"CA file relative", p, "ca.pem", unavailable("ca")},
 		{"CA file without PEM", p, gwtest.WriteFile(t, "junk.pem", []byte("not a certificate")), unavailable("ca")},
-		{"CA file over 1 MiB", p, gwtest.WriteFile(t, "huge.pem", make([]byte, agentgw.MaxCAFileBytes+1)), unavailable("ca")},
+		{"CA file over 1 MiB", p, gwtest.WriteFile(t, "huge.pem", make([]byte, secretfile.MaxCABytes+1)), unavailable("ca")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/secretfile"
 )
 
 // HeaderAPIKey carries the installation's service key to the private route
@@ -48,7 +49,7 @@ func prepare(ctx context.Context, t Target) (*prepared, error) {
 			if err != nil {
 				return nil, unavailable("credential", fmt.Errorf("gateway token through the tunnel: %w", err))
 			}
-			if err := checkSecret(tok); err != nil {
+			if err := secretfile.CheckSecret(tok); err != nil {
 				return nil, unavailable("credential", fmt.Errorf("gateway token through the tunnel: %w", err))
 			}
 			return &prepared{transport: Direct, url: t.URL, header: http.Header{}, token: string(tok), tunnel: t.Tunnel}, nil
@@ -56,7 +57,7 @@ func prepare(ctx context.Context, t Target) (*prepared, error) {
 		if t.TokenFile == "" {
 			return nil, unavailable("credential", errors.New("direct target has no token file"))
 		}
-		tok, err := readSecretFile(t.TokenFile, false)
+		tok, err := secretfile.ReadSecret(t.TokenFile)
 		if err != nil {
 			return nil, unavailable("credential", fmt.Errorf("gateway token file: %w", err))
 		}
@@ -68,7 +69,7 @@ func prepare(ctx context.Context, t Target) (*prepared, error) {
 		if t.KeyFile == "" {
 			return nil, unavailable("credential", errors.New("routed target has no service key file"))
 		}
-		key, err := readSecretFile(t.KeyFile, true)
+		key, err := secretfile.ReadMountedSecret(t.KeyFile)
 		if err != nil {
 			return nil, unavailable("credential", fmt.Errorf("service key file: %w", err))
 		}
@@ -166,7 +167,7 @@ func routedTLS(caFile string) (*tls.Config, []byte, error) {
 	}
 	var pem []byte
 	if caFile != "" {
-		if pem, err = readCAFile(caFile); err != nil {
+		if pem, err = secretfile.ReadCABundle(caFile); err != nil {
 			return nil, nil, fmt.Errorf("CA file: %w", err)
 		}
 		if !pool.AppendCertsFromPEM(pem) {

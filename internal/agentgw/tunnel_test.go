@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/secretfile"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -62,7 +63,7 @@ func TestTunnel(t *testing.T) {
 		{"token unreadable", &fakeTunnel{addr: u.Host, tokenErr: errors.New("host down")}},
 		{"token with a newline", &fakeTunnel{addr: u.Host, token: []byte(g.Token + "\n")}},
 		{"token empty", &fakeTunnel{addr: u.Host, token: nil}},
-		{"token too long", &fakeTunnel{addr: u.Host, token: []byte(strings.Repeat("x", agentgw.MaxSecretFileBytes+1))}},
+		{"token too long", &fakeTunnel{addr: u.Host, token: []byte(strings.Repeat("x", secretfile.MaxSecretBytes+1))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Get(testCtx(t), agentgw.Target{Transport: agentgw.Direct, URL: remote, Tunnel: tc.tun}, workspace.SoulMD)

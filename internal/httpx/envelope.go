@@ -2,7 +2,9 @@ package httpx
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -69,6 +71,9 @@ func Write(w http.ResponseWriter, r *http.Request, status int, data any) {
 //     logged at debug level and never sent.
 //   - 405 replies take their Allow header from data["allow"] (a string,
 //     as set by Mux), which is not repeated in the body.
+//   - A failure caused by the client going away (clientGone) is logged at
+//     info as "client disconnected" with the error text and the code the
+//     reply would have had, and answered 499 without a body.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errkind.As(err)
 	if e == nil {
@@ -76,6 +81,13 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	status, code := statusCode(e)
 	log := Logger(r.Context())
+	if clientGone(r, err) {
+		log.Info("client disconnected",
+			"status", statusClientClosedRequest, "code", code, "error", err.Error(), "method", r.Method, "path", r.URL.Path)
+		w.Header().Set(headerRequestID, requestIDFor(w, r))
+		w.WriteHeader(statusClientClosedRequest)
+		return
+	}
 	switch {
 	case status >= 500:
 		text := "WriteError called with a nil error"
@@ -98,6 +110,26 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			"status", status, "code", code, "error", err.Error(), "method", r.Method, "path", r.URL.Path)
 	}
 	writeErrorBody(w, r, e)
+}
+
+// statusClientClosedRequest is nginx's 499 "client closed request": the
+// status of a request whose client disconnected before it was answered.
+// Nobody reads it; it is what the request's metrics (occ_http_requests_total
+// code="499") and log line record, so a disconnect is neither a 500 nor
+// counted in the 5xx error rate.
+const statusClientClosedRequest = 499
+
+// clientGone reports whether err is the request's own cancellation: the
+// request context was canceled and err wraps context.Canceled. While a
+// handler runs, net/http cancels that context only when the client's
+// connection closes (or, over HTTP/2, the client resets the stream); OCC's
+// server gives requests a base context that is never canceled, so a
+// shutdown does not look like a disconnect. A
+// server-side deadline (context.DeadlineExceeded, on the request context or
+// one derived from it) is a failure of the server and keeps its mapping, as
+// does any other failure that happens to end after the client left.
+func clientGone(r *http.Request, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled)
 }
 
 // statusCode returns the status and public code for e, treating a kind the

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -272,6 +273,68 @@ func TestWriteErrorLogs(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, parseLogs(t, logs)); diff != "" {
 				t.Errorf("WriteError(%v) logs (-want +got):\n%s", tt.err, diff)
+			}
+		})
+	}
+}
+
+// TestWriteErrorClientGone: a failure that is the request's own
+// cancellation (the client disconnected) is logged at info and answered
+// 499, so it is neither a 500 nor an error line; a deadline, or a
+// cancellation the client did not cause, keeps its mapping.
+func TestWriteErrorClientGone(t *testing.T) {
+	canceled := func() context.Context {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return ctx
+	}
+	expired := func() context.Context {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+		t.Cleanup(cancel)
+		return ctx
+	}
+	type result struct {
+		Status int // of the reply
+		Level  string
+		Msg    string
+		Logged int // the status the log line names
+		Body   bool
+	}
+	tests := []struct {
+		name string
+		ctx  func() context.Context // the request's context
+		err  error
+		want result
+	}{
+		{"client canceled", canceled, fmt.Errorf("sqlstore: get agent: %w", context.Canceled),
+			result{Status: 499, Level: "INFO", Msg: "client disconnected", Logged: 499}},
+		{"client canceled during a classified 503", canceled, errkind.Wrap(errkind.OutcomeUnknown, "Lost.", context.Canceled),
+			result{Status: 499, Level: "INFO", Msg: "client disconnected", Logged: 499}},
+		{"server deadline exceeded", context.Background, fmt.Errorf("sqlstore: get agent: %w", context.DeadlineExceeded),
+			result{Status: 500, Level: "ERROR", Msg: "request failed", Logged: 500, Body: true}},
+		{"request deadline exceeded", expired, fmt.Errorf("sqlstore: get agent: %w", context.DeadlineExceeded),
+			result{Status: 500, Level: "ERROR", Msg: "request failed", Logged: 500, Body: true}},
+		{"canceled by the server, client connected", context.Background, fmt.Errorf("worker stopped: %w", context.Canceled),
+			result{Status: 500, Level: "ERROR", Msg: "request failed", Logged: 500, Body: true}},
+		{"client gone, unrelated failure", canceled, errors.New("broken"),
+			result{Status: 500, Level: "ERROR", Msg: "request failed", Logged: 500, Body: true}},
+		{"plain internal error", context.Background, errors.New("broken"),
+			result{Status: 500, Level: "ERROR", Msg: "request failed", Logged: 500, Body: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/x", nil).WithContext(tt.ctx())
+			w, logs := serve(func(w http.ResponseWriter, r *http.Request) { WriteError(w, r, tt.err) }, r)
+			lines := parseLogs(t, logs)
+			if len(lines) != 1 {
+				t.Fatalf("WriteError(%v) logged %d lines, want 1:\n%s", tt.err, len(lines), logs)
+			}
+			got := result{Status: w.Code, Level: lines[0].Level, Msg: lines[0].Msg, Logged: lines[0].Status, Body: w.Body.Len() > 0}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("WriteError(%v) (-want +got):\n%s", tt.err, diff)
+			}
+			if id := w.Header().Get("X-Request-Id"); lines[0].RequestID != id || id == "" {
+				t.Errorf("log request_id %q, reply X-Request-Id %q", lines[0].RequestID, id)
 			}
 		})
 	}

@@ -14,7 +14,7 @@ import (
 
 	xssh "golang.org/x/crypto/ssh"
 
-	"github.com/openclaw/occ/internal/agentgw"
+	"github.com/openclaw/occ/internal/secretfile"
 )
 
 // Token reads go through one long-lived session per host instead of one
@@ -40,8 +40,9 @@ var tokenRequestRE = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // ServeTokens is the host side (`occ ssh-token-reader --root ROOT`): it
 // answers token requests from r on w until r ends. Each answer reads
-// ROOT/tokens/<agentHash> under agentgw's secret-file rules (absolute,
-// regular, no symlink, at most 4,096 bytes, printable ASCII).
+// ROOT/tokens/<agentHash> with secretfile.ReadSecret, the rules the gateway
+// client applies to a local token file (absolute, regular, no symlink, at
+// most 4,096 bytes, printable ASCII).
 func ServeTokens(r io.Reader, w io.Writer, root string) error {
 	if !path.IsAbs(root) || !safePath.MatchString(root) || path.Clean(root) != root {
 		return errors.New("ssh-token-reader: --root must be an absolute path of letters, digits and _./@+-")
@@ -62,7 +63,7 @@ func ServeTokens(r io.Reader, w io.Writer, root string) error {
 			_ = out.Flush()
 			return errors.New("ssh-token-reader: malformed request")
 		}
-		tok, err := agentgw.ReadTokenFile(path.Join(root, "tokens", req))
+		tok, err := secretfile.ReadSecret(path.Join(root, "tokens", req))
 		if err != nil {
 			// The error names the path and what is wrong with the file,
 			// never its bytes; it is kept on one line.
@@ -176,7 +177,7 @@ func (t *tokenReader) answer() (tokenAnswer, error) {
 	}
 	ns, ok := strings.CutPrefix(head, "ok ")
 	n, err := strconv.Atoi(ns)
-	if !ok || err != nil || n < 0 || n > agentgw.MaxSecretFileBytes {
+	if !ok || err != nil || n < 0 || n > secretfile.MaxSecretBytes {
 		return tokenAnswer{}, errors.New("the token reader answered out of protocol")
 	}
 	tok := make([]byte, n)
@@ -315,7 +316,7 @@ func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("ssh: host %s: start the token reader: %w", h.cfg.Name, err)
 	}
-	tr := &tokenReader{client: c, sess: s, in: in, out: bufio.NewReaderSize(out, 64+agentgw.MaxSecretFileBytes),
+	tr := &tokenReader{client: c, sess: s, in: in, out: bufio.NewReaderSize(out, 64+secretfile.MaxSecretBytes),
 		wmu: make(chan struct{}, 1), done: make(chan struct{})}
 	go tr.readLoop()
 	h.tokens.reader = tr

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package agentgw
+package secretfile
 
 import (
 	"errors"
@@ -8,8 +8,9 @@ import (
 )
 
 // openNoBlock is not implemented where O_NOFOLLOW and O_NONBLOCK are not
-// available: credential files cannot be read there under the rules, so
-// every operation fails as Unavailable rather than read them unsafely.
+// available: files cannot be read there under the rules, so every read
+// fails rather than read them unsafely (the gateway client reports it as
+// Unavailable).
 func openNoBlock(path string, followSymlinks bool) (*os.File, error) {
 	return nil, errors.New("credential files are only supported on unix")
 }

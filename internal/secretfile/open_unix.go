@@ -1,6 +1,6 @@
 //go:build unix
 
-package agentgw
+package secretfile
 
 import (
 	"os"
