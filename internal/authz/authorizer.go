@@ -75,17 +75,13 @@ func load(ctx context.Context, inner store.Store, s *Subject) (*access, error) {
 	return a, nil
 }
 
-// read loads s's grants and restrictions from inner.
+// read loads s's grants and restrictions from inner, in one read.
 func read(ctx context.Context, inner store.Store, s *Subject) (*access, error) {
-	a := &access{subject: s}
-	var err error
-	if a.grants, err = inner.ListGrants(ctx, s.ID); err != nil {
-		return nil, fmt.Errorf("authz: load grants: %w", err)
+	acc, err := inner.ListAccess(ctx, s.ID)
+	if err != nil {
+		return nil, fmt.Errorf("authz: load grants and restrictions: %w", err)
 	}
-	if a.restrictions, err = inner.ListSubjectRestrictions(ctx, s.ID); err != nil {
-		return nil, fmt.Errorf("authz: load restrictions: %w", err)
-	}
-	return a, nil
+	return &access{subject: s, grants: acc.Grants, restrictions: acc.Restrictions}, nil
 }
 
 // decide evaluates (action, res). Restrictions win over grants; a

@@ -29,6 +29,11 @@ func (g *grantStore) ListSubjectRestrictions(context.Context, string) ([]store.R
 	return nil, nil
 }
 
+func (g *grantStore) ListAccess(ctx context.Context, subjectID string) (store.Access, error) {
+	grants, _ := g.ListGrants(ctx, subjectID)
+	return store.Access{Grants: grants}, nil
+}
+
 func (g *grantStore) DeleteAccessBinding(_ context.Context, id string) error {
 	for i, gr := range g.grants {
 		if gr.Binding.ID == id {

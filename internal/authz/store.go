@@ -533,6 +533,15 @@ func (w *Store) ListGrants(ctx context.Context, subjectID string) ([]store.Grant
 	return w.inner.ListGrants(ctx, subjectID)
 }
 
+func (w *Store) ListAccess(ctx context.Context, subjectID string) (store.Access, error) {
+	if !self(ctx, subjectID) {
+		if err := w.admin(ctx, "ListAccess"); err != nil {
+			return store.Access{}, err
+		}
+	}
+	return w.inner.ListAccess(ctx, subjectID)
+}
+
 func (w *Store) ListSubjectRestrictions(ctx context.Context, subjectID string) ([]store.Restriction, error) {
 	if !self(ctx, subjectID) {
 		if err := w.admin(ctx, "ListSubjectRestrictions"); err != nil {

@@ -96,6 +96,10 @@ type Store interface {
 	// permissions; ListSubjectRestrictions the restrictions naming it.
 	ListGrants(ctx context.Context, subjectID string) ([]Grant, error)
 	ListSubjectRestrictions(ctx context.Context, subjectID string) ([]Restriction, error)
+	// ListAccess returns both in one read (what ListGrants and
+	// ListSubjectRestrictions return, in their order): the authorizer
+	// reads it for every request, so it is one query, not two.
+	ListAccess(ctx context.Context, subjectID string) (Access, error)
 
 	// Namespaces. Names are unique (Conflict). DeleteNamespace fails with
 	// Conflict NAMESPACE_NOT_EMPTY while Agents or Configurations remain.

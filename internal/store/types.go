@@ -262,6 +262,13 @@ type Grant struct {
 	Permissions []Permission
 }
 
+// Access is everything the authorizer decides a subject's requests by: its
+// grants and the restrictions naming it.
+type Access struct {
+	Grants       []Grant
+	Restrictions []Restriction
+}
+
 // Audit event kinds and outcomes.
 const (
 	AuditBootstrap           = "bootstrap"

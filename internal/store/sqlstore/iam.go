@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/openclaw/occ/internal/store"
 )
@@ -132,6 +133,57 @@ func (s *Store) ListGrants(ctx context.Context, subjectID string) ([]store.Grant
 		FROM iam_access_bindings b JOIN iam_roles r ON r.id = b.role_id
 		WHERE b.subject_id = ?
 		ORDER BY b.created_at, b.id`, subjectID)
+}
+
+// ListAccess reads the subject's grants and restrictions with one
+// statement: the two row shapes share eight columns (a tag, then id,
+// namespace, role or action, resource kind and id, creation time, and the
+// role's permissions or the restriction's effect, as text on both engines),
+// ordered by (created_at, id) as ListGrants and ListSubjectRestrictions are
+// (each side reads its subject index in that order, so neither engine
+// sorts), and are split by the tag.
+func (s *Store) ListAccess(ctx context.Context, subjectID string) (store.Access, error) {
+	rows, err := s.query(ctx, `SELECT 'g', b.id, b.namespace_id, b.role_id, b.resource_kind, b.resource_id, b.created_at, CAST(r.permissions AS TEXT)
+		FROM iam_access_bindings b JOIN iam_roles r ON r.id = b.role_id
+		WHERE b.subject_id = ?
+		UNION ALL
+		SELECT 'r', id, namespace_id, action, resource_kind, resource_id, created_at, effect
+		FROM iam_restrictions WHERE subject_id = ?
+		ORDER BY 7, 2`, subjectID, subjectID)
+	if err != nil {
+		return store.Access{}, s.dbErr("list access", err)
+	}
+	defer rows.Close()
+	acc := store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
+	for rows.Next() {
+		var tag, id, roleOrAction, last string
+		var namespaceID, kind, resourceID string
+		var createdAt time.Time
+		if err := rows.Scan(&tag, &id, optStringCol{&namespaceID}, &roleOrAction, optStringCol{&kind},
+			optStringCol{&resourceID}, timeCol{&createdAt}, &last); err != nil {
+			return store.Access{}, s.dbErr("list access", err)
+		}
+		switch tag {
+		case "g":
+			g := store.Grant{Binding: store.AccessBinding{ID: id, NamespaceID: namespaceID, SubjectID: subjectID,
+				RoleID: roleOrAction, ResourceKind: store.ResourceKind(kind), ResourceID: resourceID, CreatedAt: createdAt}}
+			if err := (permissionsCol{&g.Permissions}).Scan(last); err != nil {
+				return store.Access{}, s.dbErr("list access", err)
+			}
+			if g.Permissions == nil {
+				g.Permissions = []store.Permission{}
+			}
+			acc.Grants = append(acc.Grants, g)
+		default:
+			acc.Restrictions = append(acc.Restrictions, store.Restriction{ID: id, NamespaceID: namespaceID, SubjectID: subjectID,
+				Action: store.Action(roleOrAction), ResourceKind: store.ResourceKind(kind), ResourceID: resourceID,
+				Effect: last, CreatedAt: createdAt})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return store.Access{}, s.dbErr("list access", err)
+	}
+	return acc, nil
 }
 
 // ---- restrictions ----

@@ -71,6 +71,7 @@ func TestHotQueryPlans(t *testing.T) {
 			{"GetUser", func() error { _, err := rs.GetUser(ctx, seed.user.ID); return err }},
 			{"ListGrants", func() error { _, err := rs.ListGrants(ctx, seed.user.ID); return err }},
 			{"ListSubjectRestrictions", func() error { _, err := rs.ListSubjectRestrictions(ctx, seed.user.ID); return err }},
+			{"ListAccess", func() error { _, err := rs.ListAccess(ctx, seed.user.ID); return err }},
 			{"GetNamespace", func() error { _, err := rs.GetNamespace(ctx, seed.ns.ID); return err }},
 			{"ListNamespaces", func() error { _, err := rs.ListNamespaces(ctx, store.PageRequest{Limit: 50}); return err }},
 			{"ListNamespaces after", func() error {

@@ -185,5 +185,28 @@ var iamCases = []testCase{
 		restrictions, err = h.Store.ListSubjectRestrictions(ctx(t), nobody)
 		must(t, "ListSubjectRestrictions for a subject without restrictions", err)
 		check(t, "ListSubjectRestrictions for a subject without restrictions", []store.Restriction{}, restrictions)
+
+		// ListAccess is both in one read, each in its own list's order (a
+		// third binding and a second restriction, made later, check it).
+		b3 := f.binding(subject, reader)
+		r2 := f.restriction(subject)
+		acc, err := h.Store.ListAccess(ctx(t), subject)
+		must(t, "ListAccess", err)
+		check(t, "ListAccess", store.Access{
+			Grants: []store.Grant{
+				{Binding: b1, Permissions: reader.Permissions},
+				{Binding: b2, Permissions: deployer.Permissions},
+				{Binding: b3, Permissions: reader.Permissions},
+			},
+			Restrictions: []store.Restriction{r1, r2},
+		}, acc)
+		grants, err = h.Store.ListGrants(ctx(t), subject)
+		must(t, "ListGrants", err)
+		restrictions, err = h.Store.ListSubjectRestrictions(ctx(t), subject)
+		must(t, "ListSubjectRestrictions", err)
+		check(t, "ListAccess against ListGrants and ListSubjectRestrictions", store.Access{Grants: grants, Restrictions: restrictions}, acc)
+		acc, err = h.Store.ListAccess(ctx(t), nobody)
+		must(t, "ListAccess for a subject with neither", err)
+		check(t, "ListAccess for a subject with neither", store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}, acc)
 	}},
 }
