@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 )
 
@@ -47,6 +50,9 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	// The API rows run the server in this process: with occ server's
+	// collector target (or GOGC, as occ server would honour it).
+	server.TuneGC(slog.New(slog.DiscardHandler))
 
 	if o.CPUProfile != "" {
 		f, err := os.Create(o.CPUProfile)
@@ -163,7 +169,9 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	for _, n := range notes {
 		fmt.Fprintln(w, n)
 	}
-	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	gogc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gogc)
+	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d), %s/%s, %s, GC percent %d\n", runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version(), gogc)
 	return nil
 }
 

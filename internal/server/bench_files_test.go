@@ -3,9 +3,11 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/server"
 )
 
 // switchFiles is the FileClient of real-gateway envs: a fresh connection
@@ -85,6 +88,11 @@ func BenchmarkWorkspaceFilesDocker(b *testing.B) {
 }
 
 func benchWorkspaceFiles(b *testing.B, le *deployEnv, driver compute.Driver) {
+	// OCC's side runs with occ server's collector target, as in production.
+	prev := debug.SetGCPercent(100)
+	b.Cleanup(func() { debug.SetGCPercent(prev) })
+	debug.SetGCPercent(prev)
+	server.TuneGC(slog.New(slog.DiscardHandler))
 	agent := le.createAgent("bench", nil)
 	le.deployed(agent)
 	srv := httpTestServer(b, le.srv.Handler())

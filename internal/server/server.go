@@ -264,6 +264,7 @@ func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
 // bootstraps the installation and prints the generated administrator
 // password to standard output (the operator's terminal), once.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	TuneGC(logger)
 	authn.SetHashing(cfg.PasswordHashConcurrency, 0)
 	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
@@ -396,6 +397,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 // replicas. It does not migrate: run "occ migrate" (or an "occ server")
 // first.
 func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
+	TuneGC(logger)
 	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return err
