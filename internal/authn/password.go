@@ -136,6 +136,14 @@ func acquireHashSlot(ctx context.Context) (release func(), err error) {
 			}
 		}
 		return func() {
+			// The finished hash's 64 MiB buffer is garbage now: collect
+			// it before the slot is free, so the next hash reuses that
+			// memory instead of adding another buffer to the heap. Left to
+			// the collector's own pace (occ server runs it at GOGC=400) a
+			// burst of 100 sign-ins peaked at 860 MB instead of about
+			// 320 MB. The buffers hold no pointers, so the collection costs
+			// little next to the hash.
+			runtime.GC()
 			if l.inFlight.Add(-1) == 0 {
 				scheduleRelease()
 			}

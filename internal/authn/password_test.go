@@ -229,6 +229,26 @@ func BenchmarkVerifyPassword(b *testing.B) {
 	}
 }
 
+// TestHashCollectsItsBuffer: a hash ends with a collection (before its
+// slot is free), so a burst reuses one buffer per slot instead of piling
+// them up; the idle release below comes only 250 ms later.
+func TestHashCollectsItsBuffer(t *testing.T) {
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	for i := range 2 {
+		before := forced()
+		if _, err := HashPassword("correct-horse-battery-staple-42"); err != nil {
+			t.Fatal(err)
+		}
+		if got := forced(); got <= before {
+			t.Errorf("hash %d: forced collections %d before and %d after; want one more when the hash ends", i, before, got)
+		}
+	}
+}
+
 // TestHashingReturnsMemoryWhenIdle: once no hash runs, the argon2 memory
 // is handed back with a forced collection (debug.FreeOSMemory), which the
 // runtime counts in /gc/cycles/forced:gc-cycles. Bounded: 10 s.
