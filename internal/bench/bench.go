@@ -150,7 +150,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		}
 		fmt.Fprintln(w)
 		for _, r := range rss {
-			fmt.Fprintf(w, "%-60s RSS %6.1f MB  peak %6.1f MB\n", r.Name, float64(r.RSS)/1e6, float64(r.HWM)/1e6)
+			fmt.Fprintf(w, "%-60s RSS %6.1f MB  peak %6.1f MB  (anonymous %5.1f MB, file %5.1f MB)\n", r.Name,
+				float64(r.RSS)/1e6, float64(r.HWM)/1e6, float64(r.Anon)/1e6, float64(r.File)/1e6)
 		}
 		if o.SignIns > 0 {
 			b, err := SignInBurstRSS(ctx, o.OccBin, work, o.SignIns)
