@@ -120,7 +120,16 @@ func KindOf(err error) Kind {
 // client; tests substitute fakes.
 type FileClient interface {
 	Get(ctx context.Context, t Target, name string) (File, error)
-	// Set writes content. expectedHash, when non-empty, is sent as the
-	// native expectedHash (compare-and-swap).
-	Set(ctx context.Context, t Target, name, content, expectedHash string) (File, error)
+	// SetAdmitted writes content. expectedHash, when non-empty, is sent as
+	// the native expectedHash (compare-and-swap). admit, when non-nil, is
+	// the write's admission (OCC's write-ahead audit record): it is called
+	// exactly once, concurrently with opening the connection, and has
+	// returned before SetAdmitted returns; the set frame is sent only after
+	// it returned nil. An admit error ends the write with nothing sent
+	// (Unavailable, reason "not_admitted", wrapping that error).
+	SetAdmitted(ctx context.Context, t Target, name, content, expectedHash string, admit Admit) (File, error)
 }
+
+// Admit is a write's admission, run by SetAdmitted alongside the dial and
+// handshake (see FileClient). Its context is the operation's.
+type Admit func(ctx context.Context) error

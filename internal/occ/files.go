@@ -168,8 +168,9 @@ func (s *Service) GetWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 // current hash. Every write is audited ahead and after, without content:
 //
 //   - before the set frame can be sent, an "attempted" record is committed
-//     (audit.Recorder.Attempt); if it cannot be, nothing is sent and the
-//     answer is 503 DEPENDENCY_UNAVAILABLE. Every outcome record below
+//     (audit.Recorder.Attempt, run by the client alongside its dial and
+//     handshake: agentgw.FileClient.SetAdmitted); if it cannot be, nothing
+//     is sent and the answer is 503 DEPENDENCY_UNAVAILABLE. Every outcome record below
 //     names it (attemptId), so an attempt without outcome is a write whose
 //     OCC process died in flight (GET /audit-events?withoutOutcome=true).
 //   - success → audit success; if that audit cannot be written the write
@@ -200,11 +201,20 @@ func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 		return WrittenFile{}, err
 	}
 	res := store.AuditResource{Kind: store.KindAgent, ID: agentID, NamespaceID: namespaceID}
-	attemptID, err := s.audit.Attempt(ctx, ActionWorkspaceFileWrite, res, map[string]string{"workspaceFileName": name})
-	if err != nil {
-		return WrittenFile{}, errkind.Wrap(errkind.Unavailable, "The write was not sent: its audit record could not be written.", err)
+	// The write-ahead record is the write's admission: the client commits
+	// it while it dials and does the handshake, and sends the set frame
+	// only once it is committed. The client returns only after admit has,
+	// so attemptID and attemptErr are settled below.
+	var attemptID string
+	var attemptErr error
+	admit := func(ctx context.Context) error {
+		attemptID, attemptErr = s.audit.Attempt(ctx, ActionWorkspaceFileWrite, res, map[string]string{"workspaceFileName": name})
+		return attemptErr
 	}
-	f, err := s.files.Client.Set(ctx, t, name, content, expectedHash)
+	f, err := s.files.Client.SetAdmitted(ctx, t, name, content, expectedHash, admit)
+	if attemptErr != nil {
+		return WrittenFile{}, errkind.Wrap(errkind.Unavailable, "The write was not sent: its audit record could not be written.", attemptErr)
+	}
 	// The audit must be written even when the request context ended (a
 	// client disconnect or the deadline is exactly when it matters most).
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

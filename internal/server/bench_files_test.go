@@ -59,8 +59,8 @@ func (s *switchFiles) Get(ctx context.Context, t agentgw.Target, name string) (a
 	return s.client().Get(ctx, t, name)
 }
 
-func (s *switchFiles) Set(ctx context.Context, t agentgw.Target, name, content, expectedHash string) (agentgw.File, error) {
-	return s.client().Set(ctx, t, name, content, expectedHash)
+func (s *switchFiles) SetAdmitted(ctx context.Context, t agentgw.Target, name, content, expectedHash string, admit agentgw.Admit) (agentgw.File, error) {
+	return s.client().SetAdmitted(ctx, t, name, content, expectedHash, admit)
 }
 
 // BenchmarkWorkspaceFiles measures OCC's file GET and PUT, over HTTP on

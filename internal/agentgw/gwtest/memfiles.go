@@ -57,9 +57,21 @@ func (m *MemFiles) Get(ctx context.Context, t agentgw.Target, name string) (agen
 	return agentgw.File{Name: name, Content: c, Hash: digest.Of(c), Size: int64(len(c))}, nil
 }
 
-// Set implements agentgw.FileClient: a compare-and-swap when expectedHash
-// is set, answering agentgw.Conflict with the current hash on a mismatch.
+// Set is SetAdmitted without an admission.
 func (m *MemFiles) Set(ctx context.Context, t agentgw.Target, name, content, expectedHash string) (agentgw.File, error) {
+	return m.SetAdmitted(ctx, t, name, content, expectedHash, nil)
+}
+
+// SetAdmitted implements agentgw.FileClient: admit first (a refused
+// admission is Unavailable "not_admitted" and counts as no set), then a
+// compare-and-swap when expectedHash is set, answering agentgw.Conflict
+// with the current hash on a mismatch.
+func (m *MemFiles) SetAdmitted(ctx context.Context, t agentgw.Target, name, content, expectedHash string, admit agentgw.Admit) (agentgw.File, error) {
+	if admit != nil {
+		if err := admit(ctx); err != nil {
+			return agentgw.File{}, &agentgw.Error{Kind: agentgw.Unavailable, Reason: "not_admitted", Err: err}
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sets++
