@@ -44,3 +44,12 @@ func (r recordingQuerier) QueryRowContext(ctx context.Context, q string, args ..
 	r.rec(q, args)
 	return r.inner.QueryRowContext(ctx, q, args...)
 }
+
+// WithoutWriteGateForTest returns a copy of s whose writers queue on
+// SQLite's lock alone, as before the write gate: the baseline of
+// BenchmarkAppendAuditEventParallel.
+func WithoutWriteGateForTest(s *Store) *Store {
+	c := *s
+	c.writers = nil
+	return &c
+}
