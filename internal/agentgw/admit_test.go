@@ -6,7 +6,6 @@ package agentgw_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/testutil"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -193,12 +193,5 @@ func TestSetAdmissionEarlyFailure(t *testing.T) {
 // closedPortTarget is a direct target on a loopback port nothing listens
 // on.
 func closedPortTarget(t *testing.T) agentgw.Target {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return agentgw.Target{Transport: agentgw.Direct, URL: "ws://" + addr, TokenFile: gwtest.WriteFile(t, "gateway-token", []byte("token"))}
+	return agentgw.Target{Transport: agentgw.Direct, URL: "ws://" + testutil.RefusingAddr(t), TokenFile: gwtest.WriteFile(t, "gateway-token", []byte("token"))}
 }

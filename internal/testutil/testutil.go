@@ -3,6 +3,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -135,4 +136,20 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
+}
+
+// RefusingAddr returns a loopback address ("127.0.0.1:port") on which
+// nothing listens: a port that was free a moment ago, so a dial to it is
+// refused (unless another process took the port since, which tests accept).
+func RefusingAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on a free loopback port: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("close the listener: %v", err)
+	}
+	return addr
 }

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
@@ -11,19 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // unreachableDriver is a driver whose API server refuses connections: a
 // loopback port that was free a moment ago.
 func unreachableDriver(t *testing.T, cfg Config) *Driver {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	c, err := client.New(&rest.Config{Host: "http://" + addr}, client.Options{Scheme: Scheme()})
+	c, err := client.New(&rest.Config{Host: "http://" + testutil.RefusingAddr(t)}, client.Options{Scheme: Scheme()})
 	if err != nil {
 		t.Fatalf("client.New: %v", err)
 	}
