@@ -2,8 +2,11 @@ package server
 
 import (
 	"log/slog"
+	"math"
 	"os"
 	"runtime/debug"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // DefaultGCPercent is the garbage collector's target that occ server and
@@ -18,15 +21,41 @@ import (
 // idle server does not allocate and start-up ends with a collection.
 const DefaultGCPercent = 400
 
+// MemoryLimitRatio is the share of the container's memory limit (its
+// cgroup's) that occ server and occ worker give the Go runtime as its soft
+// memory limit when GOMEMLIMIT is not set: near the limit the collector
+// runs more often instead of letting the heap grow to GOGC's target and
+// the container be killed for memory. The rest is for what the runtime
+// does not count (the binary's pages, C memory of none here).
+const MemoryLimitRatio = 0.9
+
 // TuneGC sets the collector's target to DefaultGCPercent unless GOGC is
-// set, which the operator's value then is (Go reads it at start, and
-// GOMEMLIMIT keeps working as documented by Go either way), and logs
-// the target in force.
+// set, which the operator's value then is (Go reads it at start), and the
+// soft memory limit to MemoryLimitRatio of the cgroup's memory limit unless
+// GOMEMLIMIT is set (or AUTOMEMLIMIT is "off", or a ratio of its own), and
+// logs both. Without a cgroup memory limit (a plain process on a host) the
+// runtime keeps no soft limit, as Go does by default; a cgroup that cannot
+// be read is logged and changes nothing.
 func TuneGC(logger *slog.Logger) {
 	if v, ok := os.LookupEnv("GOGC"); ok {
 		logger.Info("garbage collector target from GOGC", "gogc", v)
-		return
+	} else {
+		debug.SetGCPercent(DefaultGCPercent)
+		logger.Info("garbage collector target", "gogc", DefaultGCPercent)
 	}
-	debug.SetGCPercent(DefaultGCPercent)
-	logger.Info("garbage collector target", "gogc", DefaultGCPercent)
+	tuneMemoryLimit(logger, memlimit.FromCgroup)
+}
+
+// tuneMemoryLimit is TuneGC's memory half, with the limit's source as a
+// parameter for tests.
+func tuneMemoryLimit(logger *slog.Logger, source memlimit.Provider) {
+	limit, err := memlimit.Set(memlimit.WithRatio(MemoryLimitRatio), memlimit.WithProvider(source))
+	switch {
+	case err != nil:
+		logger.Info("memory limit unchanged: the cgroup's limit could not be read", "err", err)
+	case limit == math.MaxInt64:
+		logger.Info("memory limit: none (no GOMEMLIMIT and no cgroup memory limit)")
+	default:
+		logger.Info("memory limit", "gomemlimit", limit)
+	}
 }
