@@ -31,6 +31,16 @@ const auditColumns = `id, occurred_at, kind, actor_id, credential, request_id, a
 // is the commit order; a transaction that rolls back leaves no gap,
 // because its sequence number was never committed. On SQLite the single
 // write lock (BEGIN IMMEDIATE) gives the same order.
+//
+// On PostgreSQL, an append in a transaction of its own first passes this
+// process's append gate (Store.appends), so the process's appends reach
+// the head's row lock one at a time, in arrival order, with no other
+// backend of this process waiting on it; other replicas still queue on
+// the row lock itself. Left to the row lock alone, 16 concurrent appends
+// had a p99 of 72-77 ms against 21-31 ms through the gate, at the same
+// throughput (BenchmarkAppendAuditEventParallel). An append inside a
+// caller's transaction does not pass it: that transaction may already
+// hold the head, and it holds it until it ends.
 func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
 	var details any
 	if len(e.Details) > 0 {
@@ -42,6 +52,12 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 	}
 	// The hash covers the time as stored (microseconds, UTC).
 	e.OccurredAt = e.OccurredAt.UTC().Truncate(time.Microsecond)
+	if s.tx == nil {
+		if err := s.appends.acquire(ctx); err != nil {
+			return s.dbErr("append audit event", err)
+		}
+		defer s.appends.release()
+	}
 	return s.inTx(ctx, func(tx *Store) error {
 		var headSeq int64
 		var headHash string

@@ -45,9 +45,9 @@ func BenchmarkAppendAuditEvent(b *testing.B) {
 // BenchmarkAppendAuditEventParallel is BenchmarkAppendAuditEvent with 16
 // writers at once (SetParallelism 8 on 2 cores), as under concurrent file
 // PUTs: ns/op is the inverse of the throughput, and p50-ms / p99-ms the
-// latency of one append. On SQLite it runs twice, through the write gate
-// and without it (writers queueing on SQLite's lock and busy handler
-// alone, the baseline):
+// latency of one append. Each engine runs twice, through the store's gate
+// and without it (writers queueing on SQLite's lock and busy handler, or
+// on PostgreSQL's row lock on the chain head, alone: the baseline):
 //
 //	go test ./internal/store/sqlstore -run '^$' -bench AppendAuditEventParallel -count 3
 func BenchmarkAppendAuditEventParallel(b *testing.B) {
@@ -57,8 +57,9 @@ func BenchmarkAppendAuditEventParallel(b *testing.B) {
 	}
 	if os.Getenv("OCC_TEST_POSTGRES_URL") != "" {
 		engines["postgres"] = testdb.Postgres
+		engines["postgres-no-gate"] = func(tb testing.TB) *sqlstore.Store { return sqlstore.WithoutWriteGateForTest(testdb.Postgres(tb)) }
 	}
-	for _, name := range []string{"sqlite", "sqlite-no-gate", "postgres"} {
+	for _, name := range []string{"sqlite", "sqlite-no-gate", "postgres", "postgres-no-gate"} {
 		open, ok := engines[name]
 		if !ok {
 			continue

@@ -45,11 +45,13 @@ func (r recordingQuerier) QueryRowContext(ctx context.Context, q string, args ..
 	return r.inner.QueryRowContext(ctx, q, args...)
 }
 
-// WithoutWriteGateForTest returns a copy of s whose writers queue on
-// SQLite's lock alone, as before the write gate: the baseline of
+// WithoutWriteGateForTest returns a copy of s whose writers queue on the
+// database's own locks alone (SQLite's lock, PostgreSQL's row lock on the
+// audit chain head), as before the write gates: the baseline of
 // BenchmarkAppendAuditEventParallel.
 func WithoutWriteGateForTest(s *Store) *Store {
 	c := *s
 	c.writers = nil
+	c.appends = nil
 	return &c
 }

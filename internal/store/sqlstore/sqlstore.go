@@ -50,6 +50,10 @@ type Store struct {
 	// that this process's write transactions pass one at a time (see
 	// writeGate); nil on PostgreSQL.
 	writers writeGate
+	// appends is shared likewise: on PostgreSQL, the gate this process's
+	// audit appends in transactions of their own pass one at a time (see
+	// AppendAuditEvent); nil on SQLite, whose writers gate covers them.
+	appends writeGate
 }
 
 // writeGate makes this process's SQLite writers queue in Go instead of on
@@ -208,6 +212,8 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}}
 	if d.engine() == EngineSQLite {
 		st.writers = make(writeGate, 1)
+	} else {
+		st.appends = make(writeGate, 1)
 	}
 	return st, nil
 }
@@ -427,7 +433,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 	}()
 	erased := false
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, erase: s.erase, erased: &erased, writers: s.writers}); err != nil {
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, erase: s.erase, erased: &erased, writers: s.writers, appends: s.appends}); err != nil {
 		return err
 	}
 	done = true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
 )
 
@@ -19,10 +20,16 @@ func benchEvent(now time.Time) store.AuditEvent {
 		Resource: store.AuditResource{Kind: store.KindAgent, ID: "agt_bench", NamespaceID: "ns_bench"}}
 }
 
-// TestWriteGateConcurrentWriters: 16 writers appending at once on SQLite
-// all succeed, and the chain holds every event once, in sequence.
+// TestWriteGateConcurrentWriters: 16 writers appending at once, through
+// SQLite's write gate and PostgreSQL's append gate, all succeed, and the
+// chain holds every event once, in sequence.
 func TestWriteGateConcurrentWriters(t *testing.T) {
-	s := testdb.SQLite(t)
+	for name, open := range map[string]func(testing.TB) *sqlstore.Store{"sqlite": testdb.SQLite, "postgres": testdb.Postgres} {
+		t.Run(name, func(t *testing.T) { concurrentAppends(t, open(t)) })
+	}
+}
+
+func concurrentAppends(t *testing.T, s *sqlstore.Store) {
 	ctx := t.Context()
 	const writers, each = 16, 25
 	var wg sync.WaitGroup
