@@ -37,8 +37,8 @@ const auditColumns = `id, occurred_at, kind, actor_id, credential, request_id, a
 // the head's row lock one at a time, in arrival order, with no other
 // backend of this process waiting on it; other replicas still queue on
 // the row lock itself. Left to the row lock alone, 16 concurrent appends
-// had a p99 of 72-77 ms against 21-31 ms through the gate, at the same
-// throughput (BenchmarkAppendAuditEventParallel). An append inside a
+// had a p99 of 64-77 ms against 20-31 ms through the gate, at about the
+// same throughput (BenchmarkAppendAuditEventParallel, four runs each). An append inside a
 // caller's transaction does not pass it: that transaction may already
 // hold the head, and it holds it until it ends.
 func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {

@@ -56,15 +56,17 @@ type Store struct {
 	appends writeGate
 }
 
-// writeGate makes this process's SQLite writers queue in Go instead of on
-// SQLite's write lock. A writer that finds SQLite's lock taken sleeps in
-// the busy handler for 1, 2, 5, 10, … ms before it looks again, however
-// soon the lock is free (a write transaction holds it for about 0.3 ms),
-// so with a dozen concurrent writers most of a write's time was sleeping
-// with the lock free. Waiters on a channel are woken in order the moment
-// it is released. The busy handler still covers other processes on the
-// same file (occ audit verify, a second occ). A buffered channel of one;
-// nil is no gate.
+// writeGate makes this process's writers queue in Go, in arrival order,
+// instead of on the database's own lock. On SQLite (Store.writers) a
+// writer that finds the write lock taken sleeps in the busy handler for
+// 1, 2, 5, 10, … ms before it looks again, however soon the lock is free
+// (a write transaction holds it for about 0.3 ms), so with a dozen
+// concurrent writers most of a write's time was sleeping with the lock
+// free; the busy handler still covers other processes that write the same
+// file (occ migrate). On PostgreSQL (Store.appends) it orders this
+// process's audit appends before the chain head's row lock
+// (AppendAuditEvent). Waiters on a channel are woken in order the moment
+// it is released. A buffered channel of one; nil is no gate.
 type writeGate chan struct{}
 
 // acquire waits for the gate or the end of ctx.
