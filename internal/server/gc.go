@@ -26,7 +26,7 @@ const DefaultGCPercent = 400
 // memory limit when GOMEMLIMIT is not set: near the limit the collector
 // runs more often instead of letting the heap grow to GOGC's target and
 // the container be killed for memory. The rest is for what the runtime
-// does not count (the binary's pages, C memory of none here).
+// does not count (the binary's pages, the kernel's buffers).
 const MemoryLimitRatio = 0.9
 
 // TuneGC sets the collector's target to DefaultGCPercent unless GOGC is

@@ -14,6 +14,14 @@ import (
 	"github.com/openclaw/occ/internal/testdb"
 )
 
+// benchEvent is the audit record the append benchmarks and the write-gate
+// tests write: a write-ahead attempt, as a file PUT makes, with a new id.
+func benchEvent(now time.Time) store.AuditEvent {
+	return store.AuditEvent{ID: ids.New(ids.Audit), OccurredAt: now, Kind: store.AuditMutation,
+		ActorID: "usr_bench", Action: "workspace_file.write", Outcome: store.OutcomeAttempted,
+		Resource: store.AuditResource{Kind: store.KindAgent, ID: "agt_bench", NamespaceID: "ns_bench"}}
+}
+
 // BenchmarkAppendAuditEvent measures one audit record's write (the chain
 // head read, the insert and the head update in one transaction), which a
 // workspace file PUT makes twice (the write-ahead attempt and the
@@ -31,10 +39,7 @@ func BenchmarkAppendAuditEvent(b *testing.B) {
 			ctx := context.Background()
 			now := time.Now()
 			for b.Loop() {
-				err := s.AppendAuditEvent(ctx, store.AuditEvent{ID: ids.New(ids.Audit), OccurredAt: now, Kind: store.AuditMutation,
-					ActorID: "usr_bench", Action: "workspace_file.write", Outcome: store.OutcomeAttempted,
-					Resource: store.AuditResource{Kind: store.KindAgent, ID: "agt_bench", NamespaceID: "ns_bench"}})
-				if err != nil {
+				if err := s.AppendAuditEvent(ctx, benchEvent(now)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,17 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
 )
-
-func benchEvent(now time.Time) store.AuditEvent {
-	return store.AuditEvent{ID: ids.New(ids.Audit), OccurredAt: now, Kind: store.AuditMutation,
-		ActorID: "usr_bench", Action: "workspace_file.write", Outcome: store.OutcomeAttempted,
-		Resource: store.AuditResource{Kind: store.KindAgent, ID: "agt_bench", NamespaceID: "ns_bench"}}
-}
 
 // TestWriteGateConcurrentWriters: 16 writers appending at once, through
 // SQLite's write gate and PostgreSQL's append gate, all succeed, and the
