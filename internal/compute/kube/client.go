@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"syscall"
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -51,6 +56,19 @@ func Scheme() *runtime.Scheme {
 		}
 	}
 	return s
+}
+
+// setLogger hands controller-runtime's logger to slog, once per process.
+var setLogger sync.Once
+
+// NewClient is client.New with Scheme. Before the first client it hands
+// controller-runtime's logger to slog's default handler: a process that
+// never sets one gets a stack trace on standard error ("log.SetLogger(...)
+// was never called") the first time a client is built more than 30 s after
+// it started, as a server building its driver late would.
+func NewClient(rc *rest.Config) (client.Client, error) {
+	setLogger.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(slog.Default().Handler())) })
+	return client.New(rc, client.Options{Scheme: Scheme()})
 }
 
 // call bounds one API request by the driver's per-call timeout, so no

@@ -118,7 +118,7 @@ func NewFromKubeconfig(cfg Config, opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(rc, client.Options{Scheme: Scheme()})
+	c, err := NewClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: client for %s: %w", rc.Host, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/testutil"
@@ -17,9 +16,9 @@ import (
 // loopback port that was free a moment ago.
 func unreachableDriver(t *testing.T, cfg Config) *Driver {
 	t.Helper()
-	c, err := client.New(&rest.Config{Host: "http://" + testutil.RefusingAddr(t)}, client.Options{Scheme: Scheme()})
+	c, err := NewClient(&rest.Config{Host: "http://" + testutil.RefusingAddr(t)})
 	if err != nil {
-		t.Fatalf("client.New: %v", err)
+		t.Fatalf("NewClient: %v", err)
 	}
 	d, err := New(cfg, c, Options{CallTimeout: 2 * time.Second})
 	if err != nil {

@@ -42,7 +42,7 @@ func ReadConfigMapKey(ctx context.Context, kubeconfig, kubeContext, namespace, n
 	if err != nil {
 		return nil, fmt.Errorf("kube: kubeconfig %s: %w", kubeconfig, err)
 	}
-	c, err := client.New(rc, client.Options{Scheme: Scheme()})
+	c, err := NewClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: client for %s: %w", rc.Host, err)
 	}

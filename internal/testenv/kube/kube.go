@@ -18,6 +18,7 @@ import (
 	"time"
 
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	"sigs.k8s.io/yaml"
@@ -128,6 +130,11 @@ func connect(path string) (*Cluster, error) {
 		return nil, fmt.Errorf("API server %s (from %s) is not ready: %v", cfg.Host, path, err)
 	}
 
+	// Tests build clients throughout a run, so give controller-runtime a
+	// logger now: without one it prints a stack trace ("log.SetLogger(...)
+	// was never called") at the first client built 30 s after start. Its
+	// client logs nothing the tests need; the driver under test sets slog.
+	ctrllog.SetLogger(logr.Discard())
 	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %v", cfg.Host, err)
