@@ -19,7 +19,7 @@ const APIKeyHeader = "X-Api-Key"
 type AuthenticatorStore interface {
 	GetAPIKey(ctx context.Context, id string) (store.APIKey, error)
 	GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error)
-	GetSession(ctx context.Context, tokenHash []byte) (store.Session, error)
+	GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error)
 	TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error)
 	TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error)
 }
@@ -82,13 +82,24 @@ func NewAuthenticatorWith(st AuthenticatorStore, now func() time.Time, publicOri
 // Store calls run under the SystemSubjectID subject; r's context is
 // otherwise passed through (deadline, cancellation).
 func (a *Authenticator) Authenticate(r *http.Request) (*authz.Subject, error) {
+	s, _, err := a.AuthenticateWithAccess(r)
+	return s, err
+}
+
+// AuthenticateWithAccess is Authenticate that also returns, for a session,
+// its user's grants and restrictions, read in the same query as the
+// session (nil for an API key or an anonymous request): the caller hands
+// them to authz.WithSubjectAccess so the request's checks need no read of
+// their own.
+func (a *Authenticator) AuthenticateWithAccess(r *http.Request) (*authz.Subject, *store.Access, error) {
 	ctx := systemContext(r.Context())
 	if vals, ok := r.Header[APIKeyHeader]; ok {
 		if len(vals) != 1 {
 			// Several keys: ambiguous, refuse rather than pick one.
-			return nil, errBadKey()
+			return nil, nil, errBadKey()
 		}
-		return a.apiKey(ctx, vals[0])
+		s, err := a.apiKey(ctx, vals[0])
+		return s, nil, err
 	}
 	return a.session(ctx, r)
 }
@@ -146,18 +157,19 @@ func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Su
 	}, nil
 }
 
-func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Subject, error) {
+func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Subject, *store.Access, error) {
 	hash, ok := sessionTokenHash(r, a.cookieName)
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
-	// One read: GetSession is NotFound when the session's user is gone.
-	sess, err := a.store.GetSession(ctx, hash)
+	// One read: GetSessionAccess is NotFound when the session's user is
+	// gone, and brings the user's grants and restrictions along.
+	sess, acc, err := a.store.GetSessionAccess(ctx, hash)
 	if errkind.Is(err, errkind.NotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, storeError("load session", err)
+		return nil, nil, storeError("load session", err)
 	}
 	now := a.now()
 	lastUsed := sess.LastUsedAt
@@ -167,7 +179,7 @@ func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Su
 	// Absolute lifetime and idle timeout, both exclusive: at the instant
 	// either is reached the session is already over.
 	if !now.Before(sess.ExpiresAt) || !now.Before(lastUsed.Add(a.idle)) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if now.Sub(lastUsed) > TouchInterval {
 		// Best effort: a failed write leaves the previous last use, so at
@@ -175,7 +187,7 @@ func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Su
 		// itself is authenticated and goes on.
 		_, _ = a.store.TouchSession(ctx, hash, now.UTC(), now.Add(-TouchInterval).UTC())
 	}
-	return &authz.Subject{ID: sess.UserID, Kind: authz.KindUser, Credential: "session", SessionID: sess.ID}, nil
+	return &authz.Subject{ID: sess.UserID, Kind: authz.KindUser, Credential: "session", SessionID: sess.ID}, &acc, nil
 }
 
 // touchKey records the key's use at most once per TouchInterval (the

@@ -199,17 +199,31 @@ func TestAuthenticateSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newFakeStore()
 			st.users[aliceID] = store.User{ID: aliceID, Email: "alice@example.com"}
+			aliceAccess := store.Access{
+				Grants:       []store.Grant{{Binding: store.AccessBinding{ID: "rb_1", SubjectID: aliceID, RoleID: "role_1"}}},
+				Restrictions: []store.Restriction{},
+			}
+			st.access[aliceID] = aliceAccess
 			a := NewAuthenticator(st, func() time.Time { return t0 }, true)
 			r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
 			if c := tc.cookie(st); c != nil {
 				r.AddCookie(c)
 			}
-			got, err := a.Authenticate(r)
+			got, acc, err := a.AuthenticateWithAccess(r)
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
 			}
 			if diff := cmp.Diff(tc.wantSub, got); diff != "" {
 				t.Errorf("Authenticate mismatch (-want +got):\n%s", diff)
+			}
+			// The user's access comes with an authenticating session, and
+			// with nothing else.
+			var wantAcc *store.Access
+			if tc.wantSub != nil {
+				wantAcc = &aliceAccess
+			}
+			if diff := cmp.Diff(wantAcc, acc); diff != "" {
+				t.Errorf("access read with the session (-want +got):\n%s", diff)
 			}
 			if s := st.subjects(); len(s) > 0 && !cmp.Equal(s, []string{SystemSubjectID}) {
 				t.Errorf("store calls ran as %q, want only %q", s, SystemSubjectID)

@@ -20,6 +20,7 @@ type fakeStore struct {
 	sessions map[string]store.Session
 	keys     map[string]store.APIKey
 	sps      map[string]store.ServicePrincipal
+	access   map[string]store.Access // by user id
 	err      error
 	calls    []string // "Method subjectID"
 }
@@ -37,6 +38,7 @@ func newFakeStore() *fakeStore {
 		sessions: map[string]store.Session{},
 		keys:     map[string]store.APIKey{},
 		sps:      map[string]store.ServicePrincipal{},
+		access:   map[string]store.Access{},
 	}
 }
 
@@ -103,6 +105,28 @@ func (f *fakeStore) GetSession(ctx context.Context, tokenHash []byte) (store.Ses
 		return store.Session{}, notFound()
 	}
 	return s, nil
+}
+
+// GetSessionAccess is GetSession with the user's grants from access (none
+// when the user has no entry).
+func (f *fakeStore) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record(ctx, "GetSessionAccess"); err != nil {
+		return store.Session{}, store.Access{}, err
+	}
+	s, ok := f.sessions[string(tokenHash)]
+	if !ok {
+		return store.Session{}, store.Access{}, notFound()
+	}
+	if _, ok := f.users[s.UserID]; !ok {
+		return store.Session{}, store.Access{}, notFound()
+	}
+	acc, ok := f.access[s.UserID]
+	if !ok {
+		acc = store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
+	}
+	return s, acc, nil
 }
 
 func (f *fakeStore) DeleteSession(ctx context.Context, tokenHash []byte) error {

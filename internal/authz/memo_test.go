@@ -150,3 +150,52 @@ func TestAccessIsReadOncePerRequest(t *testing.T) {
 		t.Fatalf("after the rollback, deciding bindings (-want +got):\n%s", diff)
 	}
 }
+
+// TestAccessReadWithTheSession: a request whose subject came with its
+// access (WithSubjectAccess, from the session's one read) decides from it
+// without reading the store; a grant change through the layer forgets it
+// like a memoized read, and the next check reads the store.
+func TestAccessReadWithTheSession(t *testing.T) {
+	admin := store.Grant{Binding: store.AccessBinding{ID: "rb_admin"}, Permissions: []store.Permission{
+		{Action: store.ActionAdminister, ResourceKind: store.KindInstallation},
+		{Action: store.ActionRead, ResourceKind: store.KindAgent},
+	}}
+	agent := Resource{Kind: store.KindAgent, ID: "agt_1", NamespaceID: "ns_1"}
+	subject := &Subject{ID: "usr_1", Kind: KindUser, Credential: "session"}
+	inner := &grantStore{grants: []store.Grant{admin}}
+	w := Wrap(inner, nil)
+	decide := func(ctx context.Context) Decision {
+		t.Helper()
+		d, err := w.Decide(ctx, store.ActionRead, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	req := WithSubjectAccess(context.Background(), subject, store.Access{Grants: []store.Grant{admin}})
+	for range 3 {
+		if d := decide(req); !d.Allowed || !cmp.Equal(d.BindingIDs, []string{"rb_admin"}) {
+			t.Fatalf("with the session's access: %+v, want allowed by rb_admin", d)
+		}
+	}
+	if inner.reads != 0 {
+		t.Fatalf("grants read %d times, want 0: they came with the session", inner.reads)
+	}
+
+	// What came with the session decides, not the store: an empty access
+	// denies although the store holds a grant.
+	if decide(WithSubjectAccess(context.Background(), subject, store.Access{})).Allowed {
+		t.Fatal("allowed by a grant the session's read did not return")
+	}
+
+	if err := w.DeleteAccessBinding(req, "rb_admin"); err != nil {
+		t.Fatal(err)
+	}
+	if decide(req).Allowed {
+		t.Fatal("allowed after its own request deleted the binding")
+	}
+	if inner.reads != 1 {
+		t.Fatalf("after the delete: %d reads, want 1", inner.reads)
+	}
+}

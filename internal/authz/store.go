@@ -25,7 +25,7 @@ func SystemSubject(name string) *Subject {
 // systemMethods is the smallest set of Store methods each system subject
 // needs. A system subject calling anything else is refused.
 var systemMethods = map[string]map[string]bool{
-	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetUserByEmail",
+	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetSessionAccess", "GetUserByEmail",
 		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
@@ -274,6 +274,16 @@ func (w *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session
 		return store.Session{}, err
 	}
 	return w.inner.GetSession(ctx, tokenHash)
+}
+
+// GetSessionAccess is for the authenticator alone, like GetSession: it
+// reads the session's user's grants and restrictions with the session, so
+// that WithSubjectAccess can start the request's memo with them.
+func (w *Store) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
+	if err := w.gateSystemOnly(ctx, "GetSessionAccess"); err != nil {
+		return store.Session{}, store.Access{}, err
+	}
+	return w.inner.GetSessionAccess(ctx, tokenHash)
 }
 
 func (w *Store) DeleteSession(ctx context.Context, tokenHash []byte) error {

@@ -3,6 +3,8 @@ package authz
 import (
 	"context"
 	"sync"
+
+	"github.com/openclaw/occ/internal/store"
 )
 
 // Subject kinds.
@@ -57,6 +59,17 @@ type accessMemo struct {
 // WithSubject returns ctx carrying s, with an empty memo of its access.
 func WithSubject(ctx context.Context, s *Subject) context.Context {
 	return context.WithValue(ctx, subjectKey{}, subjectValue{s: s, memo: &accessMemo{}})
+}
+
+// WithSubjectAccess is WithSubject with the memo already holding acc, s's
+// grants and restrictions as the authenticator read them with s's session
+// (store.GetSessionAccess), so the request's first check reads nothing
+// more. acc must be s's, read for this request: the memo holds it exactly
+// as it holds a read of the first check (for ctx's lifetime, forgotten by
+// a write that can change grants).
+func WithSubjectAccess(ctx context.Context, s *Subject, acc store.Access) context.Context {
+	m := &accessMemo{acc: &access{subject: s, grants: acc.Grants, restrictions: acc.Restrictions}}
+	return context.WithValue(ctx, subjectKey{}, subjectValue{s: s, memo: m})
 }
 
 // SubjectFrom returns the subject in ctx, or nil for an anonymous caller.

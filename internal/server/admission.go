@@ -111,7 +111,7 @@ func (a *admission) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		subject, err := a.authn.Authenticate(r)
+		subject, acc, err := a.authn.AuthenticateWithAccess(r)
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return
@@ -129,7 +129,11 @@ func (a *admission) wrap(next http.Handler) http.Handler {
 			}
 		}
 		ctx := authn.WithClientAddr(r.Context(), a.clientAddr(r))
-		if subject != nil {
+		switch {
+		case subject != nil && acc != nil:
+			// A session: its user's grants came with it (one query).
+			ctx = authz.WithSubjectAccess(ctx, subject, *acc)
+		case subject != nil:
 			ctx = authz.WithSubject(ctx, subject)
 		}
 		ctx = audit.WithDenialBuffer(ctx)

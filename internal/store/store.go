@@ -44,6 +44,10 @@ type Store interface {
 	// GetSession is NotFound also when the session's user no longer
 	// exists, so the session alone authenticates its user.
 	GetSession(ctx context.Context, tokenHash []byte) (Session, error)
+	// GetSessionAccess is GetSession and, in the same read, ListAccess of
+	// the session's user: authenticating a request and loading what its
+	// checks need cost one query, not two. NotFound as GetSession.
+	GetSessionAccess(ctx context.Context, tokenHash []byte) (Session, Access, error)
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time) (int64, error)
 	// ListUserSessions returns the user's sessions, newest first, expired

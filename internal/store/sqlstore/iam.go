@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/openclaw/occ/internal/store"
@@ -156,34 +158,106 @@ func (s *Store) ListAccess(ctx context.Context, subjectID string) (store.Access,
 	defer rows.Close()
 	acc := store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
 	for rows.Next() {
-		var tag, id, roleOrAction, last string
-		var namespaceID, kind, resourceID string
-		var createdAt time.Time
-		if err := rows.Scan(&tag, &id, optStringCol{&namespaceID}, &roleOrAction, optStringCol{&kind},
-			optStringCol{&resourceID}, timeCol{&createdAt}, &last); err != nil {
+		var r accessRow
+		if err := rows.Scan(&r.tag, &r.id, optStringCol{&r.namespaceID}, &r.roleOrAction, optStringCol{&r.kind},
+			optStringCol{&r.resourceID}, timeCol{&r.createdAt}, &r.last); err != nil {
 			return store.Access{}, s.dbErr("list access", err)
 		}
-		switch tag {
-		case "g":
-			g := store.Grant{Binding: store.AccessBinding{ID: id, NamespaceID: namespaceID, SubjectID: subjectID,
-				RoleID: roleOrAction, ResourceKind: store.ResourceKind(kind), ResourceID: resourceID, CreatedAt: createdAt}}
-			if err := (permissionsCol{&g.Permissions}).Scan(last); err != nil {
-				return store.Access{}, s.dbErr("list access", err)
-			}
-			if g.Permissions == nil {
-				g.Permissions = []store.Permission{}
-			}
-			acc.Grants = append(acc.Grants, g)
-		default:
-			acc.Restrictions = append(acc.Restrictions, store.Restriction{ID: id, NamespaceID: namespaceID, SubjectID: subjectID,
-				Action: store.Action(roleOrAction), ResourceKind: store.ResourceKind(kind), ResourceID: resourceID,
-				Effect: last, CreatedAt: createdAt})
+		if err := r.addTo(&acc, subjectID); err != nil {
+			return store.Access{}, s.dbErr("list access", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return store.Access{}, s.dbErr("list access", err)
 	}
 	return acc, nil
+}
+
+// GetSessionAccess is GetSession and ListAccess of the session's user in
+// one statement: the session row (tag 's', its user id where a grant has
+// its role, its two other times in the last columns) and the user's grants
+// and restrictions as ListAccess reads them, found from the session. No
+// session (or no user) is no row at all, so NotFound; a session whose user
+// has neither grants nor restrictions is its row alone.
+func (s *Store) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
+	rows, err := s.query(ctx, `WITH s AS (SELECT id, user_id, expires_at, created_at, last_used_at FROM sessions
+			WHERE token_hash = ? AND EXISTS (SELECT 1 FROM users WHERE users.id = sessions.user_id))
+		SELECT 's', s.id, NULL, s.user_id, NULL, NULL, s.created_at, NULL, s.expires_at, s.last_used_at FROM s
+		UNION ALL
+		SELECT 'g', b.id, b.namespace_id, b.role_id, b.resource_kind, b.resource_id, b.created_at, CAST(r.permissions AS TEXT), NULL, NULL
+		FROM s JOIN iam_access_bindings b ON b.subject_id = s.user_id JOIN iam_roles r ON r.id = b.role_id
+		UNION ALL
+		SELECT 'r', x.id, x.namespace_id, x.action, x.resource_kind, x.resource_id, x.created_at, x.effect, NULL, NULL
+		FROM s JOIN iam_restrictions x ON x.subject_id = s.user_id
+		ORDER BY 7, 2`, tokenHash)
+	if err != nil {
+		return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+	}
+	defer rows.Close()
+	var se store.Session
+	found := false
+	acc := store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
+	var rs []accessRow
+	for rows.Next() {
+		var r accessRow
+		var expiresAt, lastUsedAt *time.Time
+		if err := rows.Scan(&r.tag, &r.id, optStringCol{&r.namespaceID}, &r.roleOrAction, optStringCol{&r.kind},
+			optStringCol{&r.resourceID}, timeCol{&r.createdAt}, optStringCol{&r.last},
+			optTimeCol{&expiresAt}, optTimeCol{&lastUsedAt}); err != nil {
+			return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+		}
+		if r.tag == "s" {
+			if expiresAt == nil || lastUsedAt == nil {
+				return store.Session{}, store.Access{}, s.dbErr("get session access", errors.New("sqlstore: NULL in a NOT NULL time column"))
+			}
+			se = store.Session{ID: r.id, TokenHash: tokenHash, UserID: r.roleOrAction,
+				ExpiresAt: *expiresAt, CreatedAt: r.createdAt, LastUsedAt: *lastUsedAt}
+			found = true
+			continue
+		}
+		rs = append(rs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+	}
+	if !found {
+		return store.Session{}, store.Access{}, s.getErr("get session access", "session", sql.ErrNoRows)
+	}
+	for _, r := range rs {
+		if err := r.addTo(&acc, se.UserID); err != nil {
+			return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+		}
+	}
+	return se, acc, nil
+}
+
+// accessRow is one row of ListAccess's or GetSessionAccess's union: a
+// grant (tag 'g': the binding, its role's id and permissions) or a
+// restriction (tag 'r': its action and effect).
+type accessRow struct {
+	tag, id, namespaceID, roleOrAction, kind, resourceID, last string
+	createdAt                                                  time.Time
+}
+
+// addTo appends r to acc as subjectID's grant or restriction.
+func (r accessRow) addTo(acc *store.Access, subjectID string) error {
+	switch r.tag {
+	case "g":
+		g := store.Grant{Binding: store.AccessBinding{ID: r.id, NamespaceID: r.namespaceID, SubjectID: subjectID,
+			RoleID: r.roleOrAction, ResourceKind: store.ResourceKind(r.kind), ResourceID: r.resourceID, CreatedAt: r.createdAt}}
+		if err := (permissionsCol{&g.Permissions}).Scan(r.last); err != nil {
+			return err
+		}
+		if g.Permissions == nil {
+			g.Permissions = []store.Permission{}
+		}
+		acc.Grants = append(acc.Grants, g)
+	default:
+		acc.Restrictions = append(acc.Restrictions, store.Restriction{ID: r.id, NamespaceID: r.namespaceID, SubjectID: subjectID,
+			Action: store.Action(r.roleOrAction), ResourceKind: store.ResourceKind(r.kind), ResourceID: r.resourceID,
+			Effect: r.last, CreatedAt: r.createdAt})
+	}
+	return nil
 }
 
 // ---- restrictions ----

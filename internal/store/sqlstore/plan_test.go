@@ -68,6 +68,7 @@ func TestHotQueryPlans(t *testing.T) {
 			// Calls named "… after" page from a cursor; their plan must
 			// seek to it (see seeksToCursor).
 			{"GetSession", func() error { _, err := rs.GetSession(ctx, seed.session.TokenHash); return err }},
+			{"GetSessionAccess", func() error { _, _, err := rs.GetSessionAccess(ctx, seed.session.TokenHash); return err }},
 			{"GetUser", func() error { _, err := rs.GetUser(ctx, seed.user.ID); return err }},
 			{"ListGrants", func() error { _, err := rs.ListGrants(ctx, seed.user.ID); return err }},
 			{"ListSubjectRestrictions", func() error { _, err := rs.ListSubjectRestrictions(ctx, seed.user.ID); return err }},

@@ -134,6 +134,50 @@ var identityCases = []testCase{
 		_, err := h.Store.GetSession(ctx(t), se.TokenHash)
 		wantErr(t, "GetSession after its user was deleted", err, errkind.NotFound, "")
 	}},
+	{"Session/WithAccess", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		u, other, bare := f.user(), f.user(), f.user()
+		reader := f.role(store.Permission{Action: store.ActionRead, ResourceKind: store.KindAgent})
+		b1 := f.binding(u.ID, reader)
+		f.binding(other.ID, reader)
+		r1 := f.restriction(u.ID)
+		f.restriction(other.ID)
+		// The session's own row sorts between the user's grants: the
+		// split must not depend on where it comes.
+		se := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("with access"), UserID: u.ID,
+			ExpiresAt: at(1000), CreatedAt: at(f.now())}
+		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
+		b2 := f.binding(u.ID, reader)
+
+		gotSession, gotAccess, err := h.Store.GetSessionAccess(ctx(t), se.TokenHash)
+		must(t, "GetSessionAccess", err)
+		wantSession, err := h.Store.GetSession(ctx(t), se.TokenHash)
+		must(t, "GetSession", err)
+		check(t, "GetSessionAccess's session against GetSession", wantSession, gotSession)
+		check(t, "GetSessionAccess's access", store.Access{
+			Grants:       []store.Grant{{Binding: b1, Permissions: reader.Permissions}, {Binding: b2, Permissions: reader.Permissions}},
+			Restrictions: []store.Restriction{r1},
+		}, gotAccess)
+		wantAccess, err := h.Store.ListAccess(ctx(t), u.ID)
+		must(t, "ListAccess", err)
+		check(t, "GetSessionAccess's access against ListAccess", wantAccess, gotAccess)
+
+		// A user with neither grants nor restrictions still has a session.
+		bs := store.Session{ID: ids.New(ids.Session), TokenHash: hash32("bare"), UserID: bare.ID, ExpiresAt: at(1000), CreatedAt: at(f.now())}
+		must(t, "CreateSession bare", h.Store.CreateSession(ctx(t), bs))
+		gotSession, gotAccess, err = h.Store.GetSessionAccess(ctx(t), bs.TokenHash)
+		must(t, "GetSessionAccess for a user without grants", err)
+		if gotSession.ID != bs.ID || gotSession.UserID != bare.ID {
+			t.Errorf("GetSessionAccess for a user without grants = session %s of %s, want %s of %s", gotSession.ID, gotSession.UserID, bs.ID, bare.ID)
+		}
+		check(t, "GetSessionAccess for a user without grants", store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}, gotAccess)
+
+		_, _, err = h.Store.GetSessionAccess(ctx(t), hash32("unknown"))
+		wantErr(t, "GetSessionAccess unknown token", err, errkind.NotFound, "")
+		must(t, "delete user (raw)", rawExec(t, h, `DELETE FROM users WHERE id = ?`, u.ID))
+		_, _, err = h.Store.GetSessionAccess(ctx(t), se.TokenHash)
+		wantErr(t, "GetSessionAccess after its user was deleted", err, errkind.NotFound, "")
+	}},
 	{"Session/ListAndDeleteOwn", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		u, other := f.user(), f.user()
