@@ -17,8 +17,7 @@ const APIKeyHeader = "X-Api-Key"
 // AuthenticatorStore is what Authenticator needs from the store; store.Store
 // and its authz wrapper satisfy it.
 type AuthenticatorStore interface {
-	GetAPIKey(ctx context.Context, id string) (store.APIKey, error)
-	GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error)
+	GetAPIKeyAccess(ctx context.Context, id string) (store.APIKey, store.ServicePrincipal, store.Access, error)
 	GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error)
 	TouchSession(ctx context.Context, tokenHash []byte, at, notAfter time.Time) (bool, error)
 	TouchAPIKey(ctx context.Context, id string, at, notAfter time.Time) (bool, error)
@@ -86,11 +85,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (*authz.Subject, error) {
 	return s, err
 }
 
-// AuthenticateWithAccess is Authenticate that also returns, for a session,
-// its user's grants and restrictions, read in the same query as the
-// session (nil for an API key or an anonymous request): the caller hands
-// them to authz.WithSubjectAccess so the request's checks need no read of
-// their own.
+// AuthenticateWithAccess is Authenticate that also returns the subject's
+// grants and restrictions, read in the same query as its session or its
+// key and principal (nil for an anonymous request): the caller hands them
+// to authz.WithSubjectAccess so the request's checks need no read of their
+// own.
 func (a *Authenticator) AuthenticateWithAccess(r *http.Request) (*authz.Subject, *store.Access, error) {
 	ctx := systemContext(r.Context())
 	if vals, ok := r.Header[APIKeyHeader]; ok {
@@ -98,43 +97,38 @@ func (a *Authenticator) AuthenticateWithAccess(r *http.Request) (*authz.Subject,
 			// Several keys: ambiguous, refuse rather than pick one.
 			return nil, nil, errBadKey()
 		}
-		s, err := a.apiKey(ctx, vals[0])
-		return s, nil, err
+		return a.apiKey(ctx, vals[0])
 	}
 	return a.session(ctx, r)
 }
 
-func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Subject, error) {
+func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Subject, *store.Access, error) {
 	id, secret, err := ParseAPIKey(presented)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	key, err := a.store.GetAPIKey(ctx, id)
+	// One read: the key, its principal (NotFound when either is gone) and
+	// the principal's grants and restrictions, used only once the key
+	// proves valid below.
+	key, sp, acc, err := a.store.GetAPIKeyAccess(ctx, id)
 	if errkind.Is(err, errkind.NotFound) {
-		return nil, errBadKey()
+		return nil, nil, errBadKey()
 	}
 	if err != nil {
-		return nil, storeError("load api key", err)
+		return nil, nil, storeError("load api key", err)
 	}
 	if subtle.ConstantTimeCompare(hashSecret(secret), key.SecretHash) != 1 {
-		return nil, errBadKey()
+		return nil, nil, errBadKey()
 	}
 	// Revocation is immediate whatever time it records; expiry is
 	// inclusive: at ExpiresAt the key is already dead.
 	if key.RevokedAt != nil || !a.now().Before(key.ExpiresAt) {
-		return nil, errBadKey()
-	}
-	sp, err := a.store.GetServicePrincipal(ctx, key.ServicePrincipalID)
-	if errkind.Is(err, errkind.NotFound) {
-		return nil, errBadKey()
-	}
-	if err != nil {
-		return nil, storeError("load service principal", err)
+		return nil, nil, errBadKey()
 	}
 	// Agent-owned principals exist for an Agent's own runtime identity and
 	// may not use the HTTP API at all.
 	if sp.AgentID != "" {
-		return nil, errBadKey()
+		return nil, nil, errBadKey()
 	}
 	// A Namespace-limited principal limits its keys too, whatever the key
 	// row says: take the principal's Namespace for an unscoped key, and
@@ -145,7 +139,7 @@ func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Su
 		if ns == "" {
 			ns = sp.NamespaceID
 		} else if ns != sp.NamespaceID {
-			return nil, errBadKey()
+			return nil, nil, errBadKey()
 		}
 	}
 	a.touchKey(ctx, key)
@@ -154,7 +148,7 @@ func (a *Authenticator) apiKey(ctx context.Context, presented string) (*authz.Su
 		Kind:        authz.KindServicePrincipal,
 		NamespaceID: ns,
 		Credential:  "api_key:" + key.ID,
-	}, nil
+	}, &acc, nil
 }
 
 func (a *Authenticator) session(ctx context.Context, r *http.Request) (*authz.Subject, *store.Access, error) {

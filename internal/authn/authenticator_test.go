@@ -81,6 +81,13 @@ func TestAuthenticateAPIKey(t *testing.T) {
 	wrongSecret := keyFixture{presented: formatAPIKey(wrongSecretID, make([]byte, 32))}
 	st.keys[wrongSecretID] = store.APIKey{ID: wrongSecretID, ServicePrincipalID: spID, SecretHash: valid.row.SecretHash, ExpiresAt: later}
 	userCookie := sessionCookie(st, "__Host-occ_session", aliceID, later)
+	// Each principal's grants come with its key; alice's with her session.
+	accessOf := func(subject string) store.Access {
+		return store.Access{Grants: []store.Grant{{Binding: store.AccessBinding{ID: "rb_" + subject, SubjectID: subject}}}, Restrictions: []store.Restriction{}}
+	}
+	for _, id := range []string{spID, spNSID, spAgentID, aliceID} {
+		st.access[id] = accessOf(id)
+	}
 
 	subject := func(k keyFixture, ns string) *authz.Subject {
 		return &authz.Subject{ID: k.row.ServicePrincipalID, Kind: authz.KindServicePrincipal, NamespaceID: ns, Credential: "api_key:" + k.row.ID}
@@ -132,8 +139,18 @@ func TestAuthenticateAPIKey(t *testing.T) {
 			if tc.cookie != nil {
 				r.AddCookie(tc.cookie)
 			}
-			subj, err := a.Authenticate(r)
+			subj, acc, err := a.AuthenticateWithAccess(r)
 			got := result{Subject: subj}
+			// The principal's access comes with an authenticating key, and
+			// with nothing else (never the cookie's user's).
+			var wantAcc *store.Access
+			if tc.want.Subject != nil {
+				a := accessOf(tc.want.Subject.ID)
+				wantAcc = &a
+			}
+			if diff := cmp.Diff(wantAcc, acc); diff != "" {
+				t.Errorf("access read with the key (-want +got):\n%s", diff)
+			}
 			if e := errkind.As(err); e != nil {
 				got.Kind, got.Message = e.Kind, e.Message
 			} else if err != nil {

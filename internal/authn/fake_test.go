@@ -20,7 +20,7 @@ type fakeStore struct {
 	sessions map[string]store.Session
 	keys     map[string]store.APIKey
 	sps      map[string]store.ServicePrincipal
-	access   map[string]store.Access // by user id
+	access   map[string]store.Access // by subject id
 	err      error
 	calls    []string // "Method subjectID"
 }
@@ -90,25 +90,9 @@ func (f *fakeStore) CreateSession(ctx context.Context, s store.Session) error {
 	return nil
 }
 
-func (f *fakeStore) GetSession(ctx context.Context, tokenHash []byte) (store.Session, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record(ctx, "GetSession"); err != nil {
-		return store.Session{}, err
-	}
-	s, ok := f.sessions[string(tokenHash)]
-	if !ok {
-		return store.Session{}, notFound()
-	}
-	// As the store: a session whose user is gone is not found.
-	if _, ok := f.users[s.UserID]; !ok {
-		return store.Session{}, notFound()
-	}
-	return s, nil
-}
-
-// GetSessionAccess is GetSession with the user's grants from access (none
-// when the user has no entry).
+// GetSessionAccess returns the session and its user's grants from access
+// (none when the user has no entry); as the store, a session whose user is
+// gone is not found.
 func (f *fakeStore) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -122,11 +106,7 @@ func (f *fakeStore) GetSessionAccess(ctx context.Context, tokenHash []byte) (sto
 	if _, ok := f.users[s.UserID]; !ok {
 		return store.Session{}, store.Access{}, notFound()
 	}
-	acc, ok := f.access[s.UserID]
-	if !ok {
-		acc = store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
-	}
-	return s, acc, nil
+	return s, f.accessOf(s.UserID), nil
 }
 
 func (f *fakeStore) DeleteSession(ctx context.Context, tokenHash []byte) error {
@@ -142,30 +122,32 @@ func (f *fakeStore) DeleteSession(ctx context.Context, tokenHash []byte) error {
 	return nil
 }
 
-func (f *fakeStore) GetAPIKey(ctx context.Context, id string) (store.APIKey, error) {
+// GetAPIKeyAccess returns the key, its principal and the principal's
+// grants from access; as the store, a key whose principal is gone is not
+// found.
+func (f *fakeStore) GetAPIKeyAccess(ctx context.Context, id string) (store.APIKey, store.ServicePrincipal, store.Access, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.record(ctx, "GetAPIKey"); err != nil {
-		return store.APIKey{}, err
+	if err := f.record(ctx, "GetAPIKeyAccess"); err != nil {
+		return store.APIKey{}, store.ServicePrincipal{}, store.Access{}, err
 	}
 	k, ok := f.keys[id]
 	if !ok {
-		return store.APIKey{}, notFound()
+		return store.APIKey{}, store.ServicePrincipal{}, store.Access{}, notFound()
 	}
-	return k, nil
+	sp, ok := f.sps[k.ServicePrincipalID]
+	if !ok {
+		return store.APIKey{}, store.ServicePrincipal{}, store.Access{}, notFound()
+	}
+	return k, sp, f.accessOf(sp.ID), nil
 }
 
-func (f *fakeStore) GetServicePrincipal(ctx context.Context, id string) (store.ServicePrincipal, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record(ctx, "GetServicePrincipal"); err != nil {
-		return store.ServicePrincipal{}, err
+// accessOf is the subject's entry in access, or none.
+func (f *fakeStore) accessOf(subjectID string) store.Access {
+	if acc, ok := f.access[subjectID]; ok {
+		return acc
 	}
-	sp, ok := f.sps[id]
-	if !ok {
-		return store.ServicePrincipal{}, notFound()
-	}
-	return sp, nil
+	return store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
 }
 
 // subjects returns the distinct subjects the recorded calls ran under.

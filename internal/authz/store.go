@@ -25,7 +25,7 @@ func SystemSubject(name string) *Subject {
 // systemMethods is the smallest set of Store methods each system subject
 // needs. A system subject calling anything else is refused.
 var systemMethods = map[string]map[string]bool{
-	SystemAuthn: set("GetAPIKey", "GetServicePrincipal", "GetSession", "GetSessionAccess", "GetUserByEmail",
+	SystemAuthn: set("GetAPIKey", "GetAPIKeyAccess", "GetServicePrincipal", "GetSession", "GetSessionAccess", "GetUserByEmail",
 		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
@@ -411,6 +411,16 @@ func (w *Store) CreateAPIKey(ctx context.Context, k store.APIKey) error {
 		return err
 	}
 	return w.inner.CreateAPIKey(ctx, k)
+}
+
+// GetAPIKeyAccess is for the authenticator alone, like GetSessionAccess:
+// the key, its principal and the principal's grants and restrictions, in
+// one read, for WithSubjectAccess.
+func (w *Store) GetAPIKeyAccess(ctx context.Context, id string) (store.APIKey, store.ServicePrincipal, store.Access, error) {
+	if err := w.gateSystemOnly(ctx, "GetAPIKeyAccess"); err != nil {
+		return store.APIKey{}, store.ServicePrincipal{}, store.Access{}, err
+	}
+	return w.inner.GetAPIKeyAccess(ctx, id)
 }
 
 func (w *Store) GetAPIKey(ctx context.Context, id string) (store.APIKey, error) {

@@ -131,7 +131,7 @@ func (a *admission) wrap(next http.Handler) http.Handler {
 		ctx := authn.WithClientAddr(r.Context(), a.clientAddr(r))
 		switch {
 		case subject != nil && acc != nil:
-			// A session: its user's grants came with it (one query).
+			// The subject's grants came with its session or key (one query).
 			ctx = authz.WithSubjectAccess(ctx, subject, *acc)
 		case subject != nil:
 			ctx = authz.WithSubject(ctx, subject)

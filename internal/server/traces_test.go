@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store/sqlstore"
@@ -141,35 +142,46 @@ func liveTraceCases(t *testing.T, le *localEnv, agent string) {
 	t.Logf("%d spans exported for one PUT and one GET", len(spans))
 }
 
-// TestSignedInReadQueries: a signed-in GET of one Namespace sends the store
-// two statements, the session with its user's grants and restrictions
-// (store.GetSessionAccess), then the Namespace: the checks read no grants
-// of their own, because the request's memo started with what came with the
-// session. Counted from the store's spans, on both engines.
+// TestSignedInReadQueries: a GET of one Namespace sends the store two
+// statements, the credential with its subject's grants and restrictions
+// (store.GetSessionAccess for a session, store.GetAPIKeyAccess for a key,
+// which also brings the key's principal), then the Namespace: the checks
+// read no grants of their own, because the request's memo started with
+// what came with the credential. Counted from the store's spans, on both
+// engines. (A key's first use in a minute also records it: the key here
+// is used once before the counted request.)
 func TestSignedInReadQueries(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
 		exp, tp := testTraces()
 		e := newEnvWith(t, st, server.Options{TracerProvider: tp})
 		var ns idOnly
 		e.must("POST", "/namespaces", map[string]string{"name": "queries"}, e.admin, 201, &ns)
-		exp.Reset()
-		e.must("GET", "/namespaces/"+ns.ID, nil, e.admin, 200, nil)
-		var queries []string
-		for _, s := range exp.GetSpans() {
-			if !strings.HasPrefix(s.Name, "db.") {
-				continue
-			}
-			for _, a := range s.Attributes {
-				if a.Key == "db.query.text" {
-					queries = append(queries, a.Value.AsString())
+		_, _, key := e.principal("queries", authz.RoleAdministratorID, "")
+		e.must("GET", "/namespaces/"+ns.ID, nil, key, 200, nil)
+		for _, c := range []struct {
+			name string
+			cred cred
+			from string // what the first statement reads
+		}{{"session", e.admin, "FROM sessions"}, {"api key", key, "FROM api_keys"}} {
+			exp.Reset()
+			e.must("GET", "/namespaces/"+ns.ID, nil, c.cred, 200, nil)
+			var queries []string
+			for _, s := range exp.GetSpans() {
+				if !strings.HasPrefix(s.Name, "db.") {
+					continue
+				}
+				for _, a := range s.Attributes {
+					if a.Key == "db.query.text" {
+						queries = append(queries, a.Value.AsString())
+					}
 				}
 			}
-		}
-		if len(queries) != 2 ||
-			!strings.Contains(queries[0], "FROM sessions") || !strings.Contains(queries[0], "iam_access_bindings") ||
-			!strings.Contains(queries[1], "FROM namespaces") || strings.Contains(queries[1], "iam_") {
-			t.Fatalf("a signed-in GET of one Namespace sent %d statements, want 2 (the session with the grants, then the Namespace):\n%s",
-				len(queries), strings.Join(queries, "\n---\n"))
+			if len(queries) != 2 ||
+				!strings.Contains(queries[0], c.from) || !strings.Contains(queries[0], "iam_access_bindings") ||
+				!strings.Contains(queries[1], "FROM namespaces") || strings.Contains(queries[1], "iam_") {
+				t.Errorf("%s: a GET of one Namespace sent %d statements, want 2 (the credential with the grants, then the Namespace):\n%s",
+					c.name, len(queries), strings.Join(queries, "\n---\n"))
+			}
 		}
 	})
 }

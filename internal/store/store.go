@@ -76,6 +76,12 @@ type Store interface {
 	DeleteServicePrincipal(ctx context.Context, id string) error
 	CreateAPIKey(ctx context.Context, k APIKey) error
 	GetAPIKey(ctx context.Context, id string) (APIKey, error)
+	// GetAPIKeyAccess is GetAPIKey, GetServicePrincipal of the key's
+	// principal and ListAccess of that principal in one read:
+	// authenticating a key's request and loading what its checks need cost
+	// one query, not three. NotFound when the key or its principal does
+	// not exist.
+	GetAPIKeyAccess(ctx context.Context, id string) (APIKey, ServicePrincipal, Access, error)
 	// RevokeAPIKey marks the key revoked at the given time; revoking a
 	// revoked key keeps the first time and succeeds.
 	RevokeAPIKey(ctx context.Context, id string, at time.Time) error

@@ -231,7 +231,80 @@ func (s *Store) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.S
 	return se, acc, nil
 }
 
-// accessRow is one row of ListAccess's or GetSessionAccess's union: a
+// GetAPIKeyAccess is GetAPIKey, GetServicePrincipal and ListAccess of the
+// principal in one statement: the key joined to its principal (tag 'k',
+// with the principal's columns in the last four) and the principal's
+// grants and restrictions as ListAccess reads them, found from the key.
+// No key (or no principal) is no row at all, so NotFound.
+func (s *Store) GetAPIKeyAccess(ctx context.Context, id string) (store.APIKey, store.ServicePrincipal, store.Access, error) {
+	fail := func(err error) (store.APIKey, store.ServicePrincipal, store.Access, error) {
+		return store.APIKey{}, store.ServicePrincipal{}, store.Access{}, err
+	}
+	rows, err := s.query(ctx, `WITH k AS (SELECT k.id, k.service_principal_id, k.namespace_id, k.name, k.secret_hash, k.created_by,
+				k.expires_at, k.revoked_at, k.created_at, k.last_used_at,
+				p.name AS sp_name, p.namespace_id AS sp_namespace_id, p.agent_id AS sp_agent_id, p.created_at AS sp_created_at
+			FROM api_keys k JOIN service_principals p ON p.id = k.service_principal_id WHERE k.id = ?)
+		SELECT 'k', id, namespace_id, service_principal_id, NULL, NULL, created_at, name,
+			secret_hash, created_by, expires_at, revoked_at, last_used_at, sp_name, sp_namespace_id, sp_agent_id, sp_created_at FROM k
+		UNION ALL
+		SELECT 'g', b.id, b.namespace_id, b.role_id, b.resource_kind, b.resource_id, b.created_at, CAST(r.permissions AS TEXT),
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+		FROM k JOIN iam_access_bindings b ON b.subject_id = k.service_principal_id JOIN iam_roles r ON r.id = b.role_id
+		UNION ALL
+		SELECT 'r', x.id, x.namespace_id, x.action, x.resource_kind, x.resource_id, x.created_at, x.effect,
+			NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+		FROM k JOIN iam_restrictions x ON x.subject_id = k.service_principal_id
+		ORDER BY 7, 2`, id)
+	if err != nil {
+		return fail(s.dbErr("get API key access", err))
+	}
+	defer rows.Close()
+	var key store.APIKey
+	var sp store.ServicePrincipal
+	found := false
+	var rs []accessRow
+	for rows.Next() {
+		var r accessRow
+		var secretHash []byte
+		var createdBy, spName, spNamespaceID, spAgentID string
+		var expiresAt, revokedAt, lastUsedAt, spCreatedAt *time.Time
+		if err := rows.Scan(&r.tag, &r.id, optStringCol{&r.namespaceID}, &r.roleOrAction, optStringCol{&r.kind},
+			optStringCol{&r.resourceID}, timeCol{&r.createdAt}, optStringCol{&r.last},
+			&secretHash, optStringCol{&createdBy}, optTimeCol{&expiresAt}, optTimeCol{&revokedAt}, optTimeCol{&lastUsedAt},
+			optStringCol{&spName}, optStringCol{&spNamespaceID}, optStringCol{&spAgentID}, optTimeCol{&spCreatedAt}); err != nil {
+			return fail(s.dbErr("get API key access", err))
+		}
+		if r.tag != "k" {
+			rs = append(rs, r)
+			continue
+		}
+		if expiresAt == nil || spCreatedAt == nil {
+			return fail(s.dbErr("get API key access", errors.New("sqlstore: NULL in a NOT NULL time column")))
+		}
+		key = store.APIKey{ID: r.id, ServicePrincipalID: r.roleOrAction, NamespaceID: r.namespaceID, Name: r.last,
+			SecretHash: secretHash, CreatedBy: createdBy, ExpiresAt: *expiresAt, RevokedAt: revokedAt,
+			CreatedAt: r.createdAt, LastUsedAt: lastUsedAt}
+		sp = store.ServicePrincipal{ID: r.roleOrAction, Name: spName, NamespaceID: spNamespaceID, AgentID: spAgentID,
+			CreatedAt: *spCreatedAt}
+		found = true
+	}
+	if err := rows.Err(); err != nil {
+		return fail(s.dbErr("get API key access", err))
+	}
+	if !found {
+		return fail(s.getErr("get API key access", "API key", sql.ErrNoRows))
+	}
+	acc := store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
+	for _, r := range rs {
+		if err := r.addTo(&acc, sp.ID); err != nil {
+			return fail(s.dbErr("get API key access", err))
+		}
+	}
+	return key, sp, acc, nil
+}
+
+// accessRow is one row of the unions of ListAccess, GetSessionAccess and
+// GetAPIKeyAccess: a
 // grant (tag 'g': the binding, its role's id and permissions) or a
 // restriction (tag 'r': its action and effect).
 type accessRow struct {

@@ -35,7 +35,7 @@ func planScaleFor(engine string) planScale {
 // full. (A planner rightly scans a table of a few rows, so the small ones
 // are not judged.)
 var bigTables = []string{"agents", "namespaces", "audit_events", "sessions", "agent_revisions",
-	"service_principals", "iam_roles", "iam_access_bindings", "iam_restrictions"}
+	"service_principals", "iam_roles", "iam_access_bindings", "iam_restrictions", "api_keys"}
 
 // TestHotQueryPlans runs every read an API request makes on the hot paths
 // (session lookup, authorization, GET of one Agent or Namespace, a page of
@@ -69,6 +69,7 @@ func TestHotQueryPlans(t *testing.T) {
 			// seek to it (see seeksToCursor).
 			{"GetSession", func() error { _, err := rs.GetSession(ctx, seed.session.TokenHash); return err }},
 			{"GetSessionAccess", func() error { _, _, err := rs.GetSessionAccess(ctx, seed.session.TokenHash); return err }},
+			{"GetAPIKeyAccess", func() error { _, _, _, err := rs.GetAPIKeyAccess(ctx, seed.midKey); return err }},
 			{"GetUser", func() error { _, err := rs.GetUser(ctx, seed.user.ID); return err }},
 			{"ListGrants", func() error { _, err := rs.ListGrants(ctx, seed.user.ID); return err }},
 			{"ListSubjectRestrictions", func() error { _, err := rs.ListSubjectRestrictions(ctx, seed.user.ID); return err }},
@@ -172,6 +173,7 @@ type planSeed struct {
 	session  store.Session
 	midAudit time.Time
 	midRev   store.Revision
+	midKey   string
 }
 
 // seedPlanDatabase fills the big tables with multi-row INSERTs of literal
@@ -259,6 +261,14 @@ func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) plan
 		planIAM, func(i int) string { return fmt.Sprintf("('rb_%08d', 'sa_%08d', 'role_%08d', '%s')", i, i, i, ts(i)) })
 	bulk(`INSERT INTO iam_restrictions (id, subject_id, action, resource_kind, created_at) VALUES `,
 		planIAM, func(i int) string { return fmt.Sprintf("('rs_%08d', 'sa_%08d', 'delete', 'agent', '%s')", i, i, ts(i)) })
+	keyHash := "X'" + strings.Repeat("ab", 32) + "'"
+	if s.Engine() == sqlstore.EnginePostgres {
+		keyHash = `'\x` + strings.Repeat("ab", 32) + `'::bytea`
+	}
+	bulk(`INSERT INTO api_keys (id, service_principal_id, name, secret_hash, created_by, expires_at, created_at) VALUES `,
+		planIAM, func(i int) string {
+			return fmt.Sprintf("('ak_%08d', 'sa_%08d', 'k%d', %s, 'usr_x', '%s', '%s')", i, i, i, keyHash, ts(planIAM+i), ts(i))
+		})
 	analyze := "ANALYZE"
 	if _, err := s.DB().ExecContext(ctx, analyze); err != nil {
 		t.Fatalf("ANALYZE: %v", err)
@@ -268,6 +278,7 @@ func seedPlanDatabase(t *testing.T, ctx context.Context, s *sqlstore.Store) plan
 		ns: ns, user: u, session: se, midAudit: base.Add(time.Duration(planAudit/2) * time.Millisecond),
 		midAgent: store.Agent{ID: agentID(mid), CreatedAt: base.Add(time.Duration(mid) * time.Millisecond)},
 		midRev:   store.Revision{ID: fmt.Sprintf("rev_%08d", planIAM/2), CreatedAt: base.Add(time.Duration(planIAM/2) * time.Millisecond)},
+		midKey:   fmt.Sprintf("ak_%08d", planIAM/2),
 	}
 }
 

@@ -266,6 +266,53 @@ var identityCases = []testCase{
 		must(t, "GetAPIKey", err)
 		check(t, "LastUsedAt", storedPtr(ptrTime(at(6))), got.LastUsedAt)
 	}},
+	{"APIKey/WithAccess", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		ns := f.namespace()
+		sp, bare := f.principal(), f.principal()
+		reader := f.role(store.Permission{Action: store.ActionRead, ResourceKind: store.KindAgent})
+		b1 := f.binding(sp.ID, reader)
+		f.binding(bare.ID+"-not", reader)
+		r1 := f.restriction(sp.ID)
+		revoked, used := at(f.now()), at(f.now())
+		key := store.APIKey{ID: ids.New(ids.APIKey), ServicePrincipalID: sp.ID, NamespaceID: ns.ID, Name: "k", SecretHash: hash32("s"),
+			CreatedBy: ids.New(ids.User), ExpiresAt: at(1000), CreatedAt: at(f.now()), RevokedAt: &revoked, LastUsedAt: &used}
+		must(t, "CreateAPIKey", h.Store.CreateAPIKey(ctx(t), key))
+		b2 := f.binding(sp.ID, reader)
+
+		gotKey, gotSP, gotAccess, err := h.Store.GetAPIKeyAccess(ctx(t), key.ID)
+		must(t, "GetAPIKeyAccess", err)
+		wantKey, err := h.Store.GetAPIKey(ctx(t), key.ID)
+		must(t, "GetAPIKey", err)
+		check(t, "GetAPIKeyAccess's key against GetAPIKey", wantKey, gotKey)
+		check(t, "GetAPIKeyAccess's principal", sp, gotSP)
+		check(t, "GetAPIKeyAccess's access", store.Access{
+			Grants:       []store.Grant{{Binding: b1, Permissions: reader.Permissions}, {Binding: b2, Permissions: reader.Permissions}},
+			Restrictions: []store.Restriction{r1},
+		}, gotAccess)
+		wantAccess, err := h.Store.ListAccess(ctx(t), sp.ID)
+		must(t, "ListAccess", err)
+		check(t, "GetAPIKeyAccess's access against ListAccess", wantAccess, gotAccess)
+
+		// A principal with neither grants nor restrictions, its key
+		// unscoped and never used.
+		bareKey := store.APIKey{ID: ids.New(ids.APIKey), ServicePrincipalID: bare.ID, Name: "b", SecretHash: hash32("b"),
+			CreatedBy: ids.New(ids.User), ExpiresAt: at(1000), CreatedAt: at(f.now())}
+		must(t, "CreateAPIKey bare", h.Store.CreateAPIKey(ctx(t), bareKey))
+		gotKey, gotSP, gotAccess, err = h.Store.GetAPIKeyAccess(ctx(t), bareKey.ID)
+		must(t, "GetAPIKeyAccess for a principal without grants", err)
+		wantKey, err = h.Store.GetAPIKey(ctx(t), bareKey.ID)
+		must(t, "GetAPIKey bare", err)
+		check(t, "GetAPIKeyAccess's unscoped, unused key", wantKey, gotKey)
+		check(t, "GetAPIKeyAccess's principal without grants", bare, gotSP)
+		check(t, "GetAPIKeyAccess for a principal without grants", store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}, gotAccess)
+
+		_, _, _, err = h.Store.GetAPIKeyAccess(ctx(t), ids.New(ids.APIKey))
+		wantErr(t, "GetAPIKeyAccess unknown key", err, errkind.NotFound, "")
+		must(t, "DeleteServicePrincipal", h.Store.DeleteServicePrincipal(ctx(t), sp.ID))
+		_, _, _, err = h.Store.GetAPIKeyAccess(ctx(t), key.ID)
+		wantErr(t, "GetAPIKeyAccess after its principal was deleted", err, errkind.NotFound, "")
+	}},
 	{"User/RevokeCredentials", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		u, other := f.user(), f.user()
