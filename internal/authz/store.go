@@ -25,7 +25,7 @@ func SystemSubject(name string) *Subject {
 // systemMethods is the smallest set of Store methods each system subject
 // needs. A system subject calling anything else is refused.
 var systemMethods = map[string]map[string]bool{
-	SystemAuthn: set("GetAPIKey", "GetAPIKeyAccess", "GetServicePrincipal", "GetSession", "GetSessionAccess", "GetUserByEmail",
+	SystemAuthn: set("GetAPIKeyAccess", "GetSessionAccess", "GetUserByEmail",
 		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
 	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
 		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
