@@ -62,27 +62,40 @@ func (g *grantStore) InTx(_ context.Context, fn func(store.Store) error) error {
 	return err
 }
 
+// memoFixture is the memo tests' set-up: a user holding one grant (to
+// administer the installation and read Agents) in a grantStore behind the
+// layer w, and decide, which checks reading agent through w.
+func memoFixture(t *testing.T) (admin store.Grant, agent Resource, subject *Subject, inner *grantStore, w *Store,
+	decide func(context.Context) Decision) {
+	admin = store.Grant{Binding: store.AccessBinding{ID: "rb_admin"}, Permissions: []store.Permission{
+		{Action: store.ActionAdminister, ResourceKind: store.KindInstallation},
+		{Action: store.ActionRead, ResourceKind: store.KindAgent},
+	}}
+	agent = Resource{Kind: store.KindAgent, ID: "agt_1", NamespaceID: "ns_1"}
+	subject = &Subject{ID: "usr_1", Kind: KindUser, Credential: "session"}
+	inner = &grantStore{grants: []store.Grant{admin}}
+	w = Wrap(inner, nil)
+	decide = func(ctx context.Context) Decision {
+		t.Helper()
+		d, err := w.Decide(ctx, store.ActionRead, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return admin, agent, subject, inner, w, decide
+}
+
 // TestAccessIsReadOncePerRequest: the checks of one request (one context
 // from WithSubject) read the subject's grants once; a new request reads
 // them again, so a grant revoked between requests applies to the next one;
 // a grant change made through the layer applies to the same request's next
 // check, and one rolled back with its transaction does not linger.
 func TestAccessIsReadOncePerRequest(t *testing.T) {
-	admin := store.Grant{Binding: store.AccessBinding{ID: "rb_admin"}, Permissions: []store.Permission{
-		{Action: store.ActionAdminister, ResourceKind: store.KindInstallation},
-		{Action: store.ActionRead, ResourceKind: store.KindAgent},
-	}}
-	agent := Resource{Kind: store.KindAgent, ID: "agt_1", NamespaceID: "ns_1"}
-	subject := &Subject{ID: "usr_1", Kind: KindUser, Credential: "session"}
-	inner := &grantStore{grants: []store.Grant{admin}}
-	w := Wrap(inner, nil)
+	admin, agent, subject, inner, w, decide := memoFixture(t)
 	allowed := func(ctx context.Context) bool {
 		t.Helper()
-		d, err := w.Decide(ctx, store.ActionRead, agent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Allowed
+		return decide(ctx).Allowed
 	}
 
 	req1 := WithSubject(context.Background(), subject)
@@ -156,22 +169,7 @@ func TestAccessIsReadOncePerRequest(t *testing.T) {
 // without reading the store; a grant change through the layer forgets it
 // like a memoized read, and the next check reads the store.
 func TestAccessReadWithTheSession(t *testing.T) {
-	admin := store.Grant{Binding: store.AccessBinding{ID: "rb_admin"}, Permissions: []store.Permission{
-		{Action: store.ActionAdminister, ResourceKind: store.KindInstallation},
-		{Action: store.ActionRead, ResourceKind: store.KindAgent},
-	}}
-	agent := Resource{Kind: store.KindAgent, ID: "agt_1", NamespaceID: "ns_1"}
-	subject := &Subject{ID: "usr_1", Kind: KindUser, Credential: "session"}
-	inner := &grantStore{grants: []store.Grant{admin}}
-	w := Wrap(inner, nil)
-	decide := func(ctx context.Context) Decision {
-		t.Helper()
-		d, err := w.Decide(ctx, store.ActionRead, agent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	admin, _, subject, inner, w, decide := memoFixture(t)
 
 	req := WithSubjectAccess(context.Background(), subject, store.Access{Grants: []store.Grant{admin}})
 	for range 3 {
