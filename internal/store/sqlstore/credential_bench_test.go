@@ -23,19 +23,14 @@ import (
 //
 //	go test ./internal/store/sqlstore -run '^$' -bench CredentialLookup -count 3
 func BenchmarkCredentialLookup(b *testing.B) {
-	engines := []struct {
-		name string
-		open func(testing.TB) *sqlstore.Store
-	}{{"sqlite", testdb.SQLite}}
+	open := map[string]func(testing.TB) *sqlstore.Store{"sqlite": testdb.SQLite, "postgres": testdb.Postgres}
+	engines := []string{"sqlite"}
 	if os.Getenv("OCC_TEST_POSTGRES_URL") != "" {
-		engines = append(engines, struct {
-			name string
-			open func(testing.TB) *sqlstore.Store
-		}{"postgres", testdb.Postgres})
+		engines = append(engines, "postgres")
 	}
-	for _, e := range engines {
-		b.Run(e.name, func(b *testing.B) {
-			s := e.open(b)
+	for _, engine := range engines {
+		b.Run(engine, func(b *testing.B) {
+			s := open[engine](b)
 			ctx := context.Background()
 			hash, keyID := seedCredentialsWithAccess(b, ctx, s)
 			sessionReads := func() error {
