@@ -61,7 +61,10 @@ func NewAuthenticatorWith(st AuthenticatorStore, now func() time.Time, publicOri
 	return &Authenticator{store: st, now: now, cookieName: SessionCookieName(publicOriginHTTPS), idle: idle}
 }
 
-// Authenticate returns the subject r authenticates as, or (nil, nil) for an
+// Authenticate returns the subject r authenticates as, with its grants and
+// restrictions read in the same query as its session or its key and
+// principal (the caller hands them to authz.WithSubjectAccess, so the
+// request's checks need no read of their own), or (nil, nil, nil) for an
 // anonymous request. Rules:
 //
 //   - An x-api-key header, when present at all (even empty), decides alone.
@@ -80,17 +83,7 @@ func NewAuthenticatorWith(st AuthenticatorStore, now func() time.Time, publicOri
 //
 // Store calls run under the SystemSubjectID subject; r's context is
 // otherwise passed through (deadline, cancellation).
-func (a *Authenticator) Authenticate(r *http.Request) (*authz.Subject, error) {
-	s, _, err := a.AuthenticateWithAccess(r)
-	return s, err
-}
-
-// AuthenticateWithAccess is Authenticate that also returns the subject's
-// grants and restrictions, read in the same query as its session or its
-// key and principal (nil for an anonymous request): the caller hands them
-// to authz.WithSubjectAccess so the request's checks need no read of their
-// own.
-func (a *Authenticator) AuthenticateWithAccess(r *http.Request) (*authz.Subject, *store.Access, error) {
+func (a *Authenticator) Authenticate(r *http.Request) (*authz.Subject, *store.Access, error) {
 	ctx := systemContext(r.Context())
 	if vals, ok := r.Header[APIKeyHeader]; ok {
 		if len(vals) != 1 {

@@ -139,7 +139,7 @@ func TestAuthenticateAPIKey(t *testing.T) {
 			if tc.cookie != nil {
 				r.AddCookie(tc.cookie)
 			}
-			subj, acc, err := a.AuthenticateWithAccess(r)
+			subj, acc, err := a.Authenticate(r)
 			got := result{Subject: subj}
 			// The principal's access comes with an authenticating key, and
 			// with nothing else (never the cookie's user's).
@@ -226,7 +226,7 @@ func TestAuthenticateSession(t *testing.T) {
 			if c := tc.cookie(st); c != nil {
 				r.AddCookie(c)
 			}
-			got, acc, err := a.AuthenticateWithAccess(r)
+			got, acc, err := a.Authenticate(r)
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
 			}
@@ -276,7 +276,7 @@ func TestAuthenticateStoreFailure(t *testing.T) {
 			} else {
 				r.AddCookie(cookie)
 			}
-			got, err := a.Authenticate(r)
+			got, _, err := a.Authenticate(r)
 			if got != nil || errkind.KindOf(err) != tc.want {
 				t.Errorf("Authenticate = %v, %v; want nil and kind %v", got, err, tc.want)
 			}
@@ -296,7 +296,7 @@ func BenchmarkAuthenticateAPIKey(b *testing.B) {
 	}
 	for b.Loop() {
 		st.calls = st.calls[:0]
-		if s, err := a.Authenticate(r); s == nil || err != nil {
+		if s, _, err := a.Authenticate(r); s == nil || err != nil {
 			b.Fatal(s, err)
 		}
 	}
@@ -330,7 +330,7 @@ func TestAPIKeyLastUse(t *testing.T) {
 		st.calls = nil
 		r := httptest.NewRequest(http.MethodGet, "/namespaces", nil)
 		r.Header.Set(APIKeyHeader, step.key)
-		_, _ = a.Authenticate(r)
+		_, _, _ = a.Authenticate(r)
 		touched := slices.ContainsFunc(st.calls, func(s string) bool { return strings.HasPrefix(s, "TouchAPIKey") })
 		if touched != step.wantTouch {
 			t.Errorf("at +%s: touched = %v, want %v (calls %q)", step.at, touched, step.wantTouch, st.calls)

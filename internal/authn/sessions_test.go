@@ -296,7 +296,7 @@ func TestSessionRoundTripAndExpiry(t *testing.T) {
 			c.t = tc.at
 			r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
 			r.AddCookie(cookie)
-			got, err := a.Authenticate(r)
+			got, _, err := a.Authenticate(r)
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
 			}
@@ -335,7 +335,7 @@ func TestSessionIdleTimeout(t *testing.T) {
 		st.calls = nil
 		r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
 		r.AddCookie(cookie)
-		got, err := a.Authenticate(r)
+		got, _, err := a.Authenticate(r)
 		if err != nil {
 			t.Fatalf("%s: Authenticate: %v", step.name, err)
 		}
@@ -362,7 +362,7 @@ func TestSessionIdleTimeout(t *testing.T) {
 		c2.t = t0.Add(after)
 		r := httptest.NewRequest(http.MethodGet, "/api/auth/session", nil)
 		r.AddCookie(cookie2)
-		got, err := a2.Authenticate(r)
+		got, _, err := a2.Authenticate(r)
 		if err != nil {
 			t.Fatal(err)
 		}

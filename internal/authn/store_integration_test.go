@@ -58,7 +58,8 @@ func testRealStore(t *testing.T, db *sqlstore.Store) {
 		if key != nil {
 			r.Header.Set("x-api-key", *key)
 		}
-		return a.Authenticate(r)
+		s, _, err := a.Authenticate(r)
+		return s, err
 	}
 
 	// Sessions.

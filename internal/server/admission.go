@@ -111,7 +111,7 @@ func (a *admission) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		subject, acc, err := a.authn.AuthenticateWithAccess(r)
+		subject, acc, err := a.authn.Authenticate(r)
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return
