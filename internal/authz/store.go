@@ -276,9 +276,9 @@ func (w *Store) GetSession(ctx context.Context, tokenHash []byte) (store.Session
 	return w.inner.GetSession(ctx, tokenHash)
 }
 
-// GetSessionAccess is for the authenticator alone, like GetSession: it
-// reads the session's user's grants and restrictions with the session, so
-// that WithSubjectAccess can start the request's memo with them.
+// GetSessionAccess is for the authenticator (system:authn) alone: it reads
+// the session's user's grants and restrictions with the session, so that
+// WithSubjectAccess can start the request's memo with them.
 func (w *Store) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
 	if err := w.gateSystemOnly(ctx, "GetSessionAccess"); err != nil {
 		return store.Session{}, store.Access{}, err
