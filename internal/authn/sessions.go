@@ -20,9 +20,9 @@ import (
 )
 
 // SystemSubjectID names the subject under which this package's own store
-// calls run. The authz store wrapper allows it exactly GetAPIKey,
-// GetServicePrincipal, GetSession, GetUserByEmail, CreateSession,
-// DeleteSession, DeleteExpiredSessions, TouchSession and TouchAPIKey.
+// calls run. The authz store wrapper allows it exactly GetAPIKeyAccess,
+// GetSessionAccess, GetUserByEmail, CreateSession, DeleteSession,
+// DeleteExpiredSessions, TouchSession and TouchAPIKey.
 const SystemSubjectID = "system:authn"
 
 // systemContext returns ctx carrying the authn system subject. Credentials

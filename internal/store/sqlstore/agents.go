@@ -182,20 +182,28 @@ func (s *Store) MarkAgentDeleting(ctx context.Context, namespaceID, id, actorID 
 
 // updateActiveAgent runs an UPDATE ... WHERE status = 'active' RETURNING
 // agent columns. When it matches no row it tells a missing Agent (NotFound)
-// from one being deleted (Conflict AGENT_DELETING).
+// from one being deleted (Conflict AGENT_DELETING). It runs in a
+// transaction: a RETURNING write is a query, which passes no write gate on
+// its own (only exec and transactions do), and the check for a missing
+// Agent then sees the same state as the update.
 func (s *Store) updateActiveAgent(ctx context.Context, op, namespaceID, id, query string, args ...any) (store.Agent, error) {
-	a, err := scanAgent(s.queryRow(ctx, query, args...))
-	if !errors.Is(err, sql.ErrNoRows) {
-		return a, err
-	}
-	exists, err := s.exists(ctx, op, `SELECT 1 FROM agents WHERE namespace_id = ? AND id = ?`, namespaceID, id)
-	if err != nil {
-		return store.Agent{}, err
-	}
-	if !exists {
-		return store.Agent{}, notFound("agent")
-	}
-	return store.Agent{}, conflict(errkind.CodeAgentDeleting, "the agent is being deleted", nil)
+	var out store.Agent
+	err := s.inTx(ctx, func(tx *Store) error {
+		a, err := scanAgent(tx.queryRow(ctx, query, args...))
+		if !errors.Is(err, sql.ErrNoRows) {
+			out = a
+			return err
+		}
+		exists, err := tx.exists(ctx, op, `SELECT 1 FROM agents WHERE namespace_id = ? AND id = ?`, namespaceID, id)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return notFound("agent")
+		}
+		return conflict(errkind.CodeAgentDeleting, "the agent is being deleted", nil)
+	})
+	return out, err
 }
 
 // DeleteAgent removes the Agent for good, in one transaction: its work items

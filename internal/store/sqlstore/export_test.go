@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"testing"
 )
 
 // MigrateDownForTest rolls every migration back, so tests can prove the
@@ -54,4 +55,14 @@ func WithoutWriteGateForTest(s *Store) *Store {
 	c.writers = nil
 	c.appends = nil
 	return &c
+}
+
+// HoldWriteGateForTest takes s's SQLite write gate, and only the gate (no
+// transaction, so SQLite's own lock stays free), until release is called.
+func HoldWriteGateForTest(t testing.TB, s *Store) (release func()) {
+	t.Helper()
+	if err := s.writers.acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return s.writers.release
 }

@@ -191,12 +191,19 @@ func (s *Store) ListConfigurations(ctx context.Context, namespaceID string, p st
 // UpdateConfiguration replaces name and document, sets updated_at to
 // c.UpdatedAt and increments the generation in the same statement, so
 // concurrent updates each get their own generation.
+// It runs in a transaction so that, on SQLite, it passes the write gate
+// (a RETURNING write is a query, and queries do not).
 func (s *Store) UpdateConfiguration(ctx context.Context, c store.Configuration) (store.Configuration, error) {
-	out, err := scanConfiguration(s.queryRow(ctx,
-		`UPDATE configurations SET name = ?, document = ?, generation = generation + 1, updated_at = ?
-		 WHERE namespace_id = ? AND id = ?
-		 RETURNING `+configurationColumns,
-		c.Name, documentArg(c.Document), s.t(c.UpdatedAt), c.NamespaceID, c.ID))
+	var out store.Configuration
+	err := s.inTx(ctx, func(tx *Store) error {
+		var err error
+		out, err = scanConfiguration(tx.queryRow(ctx,
+			`UPDATE configurations SET name = ?, document = ?, generation = generation + 1, updated_at = ?
+			 WHERE namespace_id = ? AND id = ?
+			 RETURNING `+configurationColumns,
+			c.Name, documentArg(c.Document), tx.t(c.UpdatedAt), c.NamespaceID, c.ID))
+		return err
+	})
 	if err != nil && s.d.classify(err) == failUnique {
 		return store.Configuration{}, conflict("", "a configuration with this name already exists in the namespace", err)
 	}

@@ -462,6 +462,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 // recorded.
 // On SQLite outside a transaction, query and queryRow run a cached
 // prepared statement (stmtCache); writes and transactions run as before.
+// Only exec and inTx pass the SQLite write gate: a write that reads its
+// result back (UPDATE ... RETURNING) goes through query or queryRow, so it
+// runs inside inTx (TestWriteGateCoversEveryWrite).
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx, span := s.span(ctx, query)
 	if s.tx == nil {

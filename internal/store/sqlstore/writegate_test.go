@@ -117,3 +117,62 @@ func TestWriteGateHonoursDeadline(t *testing.T) {
 		t.Fatalf("the holder: %v", err)
 	}
 }
+
+// TestWriteGateCoversEveryWrite: the writes that read their row back
+// (UPDATE ... RETURNING, which run as queries) wait for the write gate like
+// every other write. With the gate held, and only the gate (SQLite's own
+// lock is free, so a write that bypassed the gate would go through), each
+// write with a short deadline must give up at that deadline; once the gate
+// is free, the same write succeeds.
+func TestWriteGateCoversEveryWrite(t *testing.T) {
+	s := testdb.SQLite(t)
+	a, _ := stagedAgentWith(t, s, "gate-writes-0f3a9c", map[string]string{"SOUL.md": "soul"})
+	c, err := s.GetConfiguration(t.Context(), a.NamespaceID, a.ConfigurationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	writes := []struct {
+		name  string
+		write func(context.Context) error
+	}{
+		{"UpdateAgent", func(ctx context.Context) error {
+			u := a
+			u.Name, u.UpdatedAt = "renamed", at
+			_, err := s.UpdateAgent(ctx, u)
+			return err
+		}},
+		{"SetAgentRuntimeState", func(ctx context.Context) error {
+			_, err := s.SetAgentRuntimeState(ctx, a.NamespaceID, a.ID, store.RuntimeStopped, at)
+			return err
+		}},
+		{"UpdateConfiguration", func(ctx context.Context) error {
+			u := c
+			u.Name, u.UpdatedAt = "renamed", at
+			_, err := s.UpdateConfiguration(ctx, u)
+			return err
+		}},
+		// Last: the Agent is then being deleted.
+		{"MarkAgentDeleting", func(ctx context.Context) error {
+			_, err := s.MarkAgentDeleting(ctx, a.NamespaceID, a.ID, "u_gate", at)
+			return err
+		}},
+	}
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			release := sqlstore.HoldWriteGateForTest(t, s)
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			err := w.write(ctx)
+			cancel()
+			release()
+			// cancel keeps DeadlineExceeded if the deadline came first.
+			waited := errors.Is(ctx.Err(), context.DeadlineExceeded)
+			if err == nil || !waited {
+				t.Fatalf("with the gate held: err = %v, waited out the deadline = %v; want an error at the deadline", err, waited)
+			}
+			if err := w.write(t.Context()); err != nil {
+				t.Fatalf("with the gate free: %v", err)
+			}
+		})
+	}
+}
