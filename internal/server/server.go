@@ -194,7 +194,18 @@ func New(o Options) *Server {
 		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), l)))
 	})
 	h = telemetry.HTTP(o.Metrics, o.TracerProvider, h)
-	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, drain: dr, Worker: worker.New(az, o.Driver, o.Worker)}
+	wk := worker.New(az, o.Driver, o.Worker)
+	if q, ok := o.Store.(workQueue); ok {
+		// A deployment queued through this process starts at once instead
+		// of at the worker's next poll (an occ worker process still polls).
+		q.OnWorkQueued(wk.Wake)
+	}
+	return &Server{opts: o, Service: svc, Audit: rec, Routes: routes, handler: h, drain: dr, Worker: wk}
+}
+
+// workQueue is a store that tells when work was queued (sqlstore.Store).
+type workQueue interface {
+	OnWorkQueued(fn func())
 }
 
 // auditThrottle records a delay or lockout a failed sign-in imposed. It

@@ -77,6 +77,7 @@ type Worker struct {
 	store  store.Store // the authorizing store
 	driver compute.Driver
 	o      Options
+	wake   chan struct{} // Wake's signal to Run; one pending at most
 }
 
 // New returns a worker over the authorizing store st and driver d.
@@ -99,7 +100,19 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Worker{store: st, driver: d, o: o}
+	return &Worker{store: st, driver: d, o: o, wake: make(chan struct{}, 1)}
+}
+
+// Wake makes Run look for work now instead of at the end of its poll
+// wait: call it when work was queued (sqlstore's OnWorkQueued), so that a
+// deployment starts without waiting up to Poll. It never blocks; a wake
+// while the worker is busy is kept (one at most) and costs one claim that
+// may find nothing.
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (w *Worker) now() time.Time { return w.o.Now().UTC().Truncate(time.Microsecond) }
@@ -110,8 +123,10 @@ func systemCtx(ctx context.Context) context.Context {
 	return authz.WithSubject(ctx, authz.SystemSubject(authz.SystemWorker))
 }
 
-// Run processes work until ctx ends. Store errors are logged and retried
-// after the poll interval; they never stop the loop.
+// Run processes work until ctx ends. When the queue has nothing to claim
+// it waits for the poll interval or a Wake, whichever comes first. Store
+// errors are logged and retried after the poll interval (a Wake does not
+// shorten that wait); they never stop the loop.
 func (w *Worker) Run(ctx context.Context) error {
 	for {
 		did, err := w.RunOnce(ctx)
@@ -121,10 +136,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		if did && err == nil {
 			continue
 		}
+		wake := w.wake
+		if err != nil {
+			wake = nil // back off on store errors whatever is queued
+		}
+		t := time.NewTimer(w.o.Poll)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(w.o.Poll):
+		case <-t.C:
+		case <-wake:
+			t.Stop()
 		}
 	}
 }

@@ -54,6 +54,11 @@ type Store struct {
 	// audit appends in transactions of their own pass one at a time (see
 	// AppendAuditEvent); nil on SQLite, whose writers gate covers them.
 	appends writeGate
+	// queued is shared by the owner and its copies: who to tell when work
+	// was queued (OnWorkQueued). enqueued is set on a transaction-bound
+	// copy whose transaction queued work, which is told after its commit.
+	queued   *workHooks
+	enqueued *bool
 }
 
 // writeGate makes this process's writers queue in Go, in arrival order,
@@ -211,7 +216,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
 		}
 	}
-	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}}
+	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{}}
 	if d.engine() == EngineSQLite {
 		st.writers = make(writeGate, 1)
 	} else {
@@ -434,8 +439,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 			_ = tx.Rollback()
 		}
 	}()
-	erased := false
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, erase: s.erase, erased: &erased, writers: s.writers, appends: s.appends}); err != nil {
+	erased, enqueued := false, false
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, erase: s.erase, erased: &erased, writers: s.writers, appends: s.appends,
+		queued: s.queued, enqueued: &enqueued}); err != nil {
 		return err
 	}
 	done = true
@@ -450,6 +456,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return s.dbErr("commit transaction", err)
 	}
 	s.afterCommit(ctx, erased)
+	if enqueued {
+		s.queued.tell()
+	}
 	return nil
 }
 

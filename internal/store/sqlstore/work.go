@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/openclaw/occ/internal/errkind"
@@ -75,7 +76,7 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 	}
 	var out store.WorkItem
 	err = s.inTx(ctx, func(tx *Store) error {
-		_, err := tx.exec(ctx, `INSERT INTO controller_work (`+workColumns+`)
+		res, err := tx.exec(ctx, `INSERT INTO controller_work (`+workColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (idempotency_key) DO NOTHING`,
 			w.ID, w.Kind, w.IdempotencyKey, nullString(w.NamespaceID), nullString(w.AgentID), nullString(w.RevisionID),
@@ -88,6 +89,9 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 		if err != nil {
 			return tx.dbErr("enqueue work", err)
 		}
+		if n, err := res.RowsAffected(); err == nil && n > 0 && w.State == store.WorkQueued {
+			*tx.enqueued = true // told after the outermost commit
+		}
 		out, err = scanWork(tx.queryRow(ctx, `SELECT `+workColumns+` FROM controller_work WHERE idempotency_key = ?`, w.IdempotencyKey))
 		return tx.getErr("enqueue work", "work item", err)
 	})
@@ -95,6 +99,38 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 		return store.WorkItem{}, err
 	}
 	return out, nil
+}
+
+// workHooks are the functions OnWorkQueued registered.
+type workHooks struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (h *workHooks) tell() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	fns := h.fns
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// OnWorkQueued registers fn to be called after every commit that queued new
+// work through this store (EnqueueWork inserting a queued item, in its own
+// transaction or an enclosing one), so that a worker in this process can
+// claim it at once instead of at its next poll. fn runs on the committing
+// goroutine and must not block (a non-blocking channel send). Work queued by
+// other processes is not told: their workers still find it by polling, and
+// nothing is lost when fn is never called. Not told: a rolled-back
+// transaction, an idempotency key that already existed.
+func (s *Store) OnWorkQueued(fn func()) {
+	s.queued.mu.Lock()
+	defer s.queued.mu.Unlock()
+	s.queued.fns = append(s.queued.fns, fn)
 }
 
 func (s *Store) GetWork(ctx context.Context, id string) (store.WorkItem, error) {
