@@ -2,25 +2,39 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
 // readyLog keeps the "after" of each "local: gateway ready" line of the
-// local driver: the gateway's own start, from spawning the process to its
-// first successful probe.
+// local driver (the gateway's own start, from spawning the process to its
+// first successful probe) and the pid of each "local: gateway started".
 type readyLog struct {
 	mu    sync.Mutex
 	after []time.Duration
+	pids  []int64
 }
 
 func (h *readyLog) Enabled(context.Context, slog.Level) bool { return true }
 func (h *readyLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *readyLog) WithGroup(string) slog.Handler            { return h }
 func (h *readyLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "local: gateway started" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "pid" {
+				h.mu.Lock()
+				h.pids = append(h.pids, a.Value.Int64())
+				h.mu.Unlock()
+			}
+			return true
+		})
+		return nil
+	}
 	if r.Message != "local: gateway ready" {
 		return nil
 	}
@@ -37,6 +51,16 @@ func (h *readyLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
+// lastPid is the pid of the gateway started last (0: none).
+func (h *readyLog) lastPid() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.pids) == 0 {
+		return 0
+	}
+	return h.pids[len(h.pids)-1]
+}
+
 func (h *readyLog) last() (time.Duration, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -51,8 +75,11 @@ func (h *readyLog) last() (time.Duration, int) {
 // 10 ms), minus the gateway's own start as the local driver logs it (spawn
 // to first successful probe). Each of the b.N operations deploys a new
 // Agent on one real gateway and stops it afterwards, so at most one
-// gateway runs at a time. The worker polls its queue every 100 ms, which
-// is part of OCC's share.
+// gateway runs at a time: the next deployment starts once the last one's
+// gateway process has exited, so that no stop is part of a deployment's
+// time. The worker claims a deployment queued through its own server at
+// once (sqlstore's OnWorkQueued) and rechecks a starting gateway every
+// 500 ms; both waits are part of OCC's share.
 //
 //	go test ./internal/server -run '^$' -bench LocalDeploy -benchtime 3x
 func BenchmarkLocalDeploy(b *testing.B) {
@@ -82,13 +109,11 @@ func BenchmarkLocalDeploy(b *testing.B) {
 		}
 		total += elapsed
 		gateway += g
+		pid := log.lastPid()
 		le.must("POST", "/namespaces/"+le.ns+"/agents/"+agent+"/stop", nil, le.admin, 202, nil)
 		le.waitFor(3*time.Minute, func() bool {
-			var a struct {
-				DesiredRuntimeState string `json:"desiredRuntimeState"`
-			}
-			le.must("GET", "/namespaces/"+le.ns+"/agents/"+agent, nil, le.admin, 200, &a)
-			return a.DesiredRuntimeState == "stopped"
+			// Signal 0 checks existence only; ESRCH: exited and reaped.
+			return pid == 0 || errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH)
 		})
 	}
 	occ := total - gateway
