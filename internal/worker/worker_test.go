@@ -485,39 +485,36 @@ func (e emptyClaims) OnWorkQueued(fn func()) { e.inner.OnWorkQueued(fn) }
 // process at once (the store tells it after the commit), on both engines.
 // Without the wake the deployment would wait out the hour.
 func TestQueuedWorkWakesTheWorker(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) *sqlstore.Store{"sqlite": testdb.SQLite, "postgres": testdb.Postgres} {
-		t.Run(name, func(t *testing.T) {
-			ctx := testutil.Context(t)
-			st := open(t)
-			empty := make(chan struct{}, 1)
-			wrap := func(s store.Store) store.Store { return emptyClaims{Store: s, inner: st, empty: empty} }
-			f := newFixture(t, ctx, st, wrap, fake.New(fake.Options{}), worker.Options{Poll: time.Hour, Logger: quietLogger()})
-			a := f.agent(t, "woken", false)
-			select { // the fixture's own passes
-			case <-empty:
-			default:
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		empty := make(chan struct{}, 1)
+		wrap := func(s store.Store) store.Store { return emptyClaims{Store: s, inner: st, empty: empty} }
+		f := newFixture(t, ctx, st, wrap, fake.New(fake.Options{}), worker.Options{Poll: time.Hour, Logger: quietLogger()})
+		a := f.agent(t, "woken", false)
+		select { // the fixture's own passes
+		case <-empty:
+		default:
+		}
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- f.srv.Worker.Run(wctx) }()
+		defer func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
 			}
-			wctx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- f.srv.Worker.Run(wctx) }()
-			defer func() {
-				stop()
-				if err := <-done; err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			}()
-			select { // the worker found the queue empty: it now waits for an hour or a wake
-			case <-empty:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the worker never looked at the queue")
-			}
-			rev := f.deploy(t, a)
-			wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, rev).State == store.WorkSucceeded, nil })
-			if err != nil {
-				t.Fatalf("deployment still %q after 30 s of a 1 h poll: the queued work did not wake the worker", work(t, ctx, f, rev).State)
-			}
-		})
-	}
+		}()
+		select { // the worker found the queue empty: it now waits for an hour or a wake
+		case <-empty:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the worker never looked at the queue")
+		}
+		rev := f.deploy(t, a)
+		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, rev).State == store.WorkSucceeded, nil })
+		if err != nil {
+			t.Fatalf("deployment still %q after 30 s of a 1 h poll: the queued work did not wake the worker", work(t, ctx, f, rev).State)
+		}
+	})
 }

@@ -17,9 +17,7 @@ import (
 // SQLite's write gate and PostgreSQL's append gate, all succeed, and the
 // chain holds every event once, in sequence.
 func TestWriteGateConcurrentWriters(t *testing.T) {
-	for name, open := range map[string]func(testing.TB) *sqlstore.Store{"sqlite": testdb.SQLite, "postgres": testdb.Postgres} {
-		t.Run(name, func(t *testing.T) { concurrentAppends(t, open(t)) })
-	}
+	testdb.Engines(t, concurrentAppends)
 }
 
 func concurrentAppends(t *testing.T, s *sqlstore.Store) {
