@@ -245,6 +245,11 @@ func TestNamesAgree(t *testing.T) {
 		{"other release and namespace", "prod", "occ-system", "routing-auto-ca", nil, ""},
 		{"custom Gateway name and Envoy namespace", release, namespace, "routing-auto-ca", []string{"gatewayRouting.gatewayName=private-agents", "gatewayRouting.envoyNamespace=eg-system"}, ""},
 		{"custom hostname with an issuer", release, namespace, "routing-issuer", nil, "agents.internal.example.com"},
+		// Labels that YAML reads as numbers unless quoted: sha256 of
+		// "occ-61/occ-agent-gateways" starts 186059360333 (an integer),
+		// of "occ-e833/occ-agent-gateways" 55559487e280 (a float).
+		{"route label of digits only", "occ", "occ-61", "routing-auto-ca", nil, ""},
+		{"route label of digits and an e", "occ", "occ-e833", "routing-auto-ca", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
