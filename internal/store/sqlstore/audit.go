@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openclaw/occ/internal/auditchain"
+	"github.com/openclaw/occ/internal/store/auditchain"
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"

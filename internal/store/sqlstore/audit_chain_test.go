@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openclaw/occ/internal/auditchain"
+	"github.com/openclaw/occ/internal/store/auditchain"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
