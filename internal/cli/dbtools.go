@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/apitypes"
-	"github.com/openclaw/occ/internal/store/auditchain"
 	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/auditchain"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/openclaw/occ/internal/store/auditchain"
 	"github.com/openclaw/occ/internal/ids"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/auditchain"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
 )
