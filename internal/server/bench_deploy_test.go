@@ -51,7 +51,7 @@ func (h *readyLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// lastPid is the pid of the gateway started last (0: none).
+// lastPid is the pid of the gateway started last (0: none logged yet).
 func (h *readyLog) lastPid() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -110,10 +110,13 @@ func BenchmarkLocalDeploy(b *testing.B) {
 		total += elapsed
 		gateway += g
 		pid := log.lastPid()
+		if pid == 0 {
+			b.Fatal("the driver logged no gateway pid; cannot wait for the gateway to exit")
+		}
 		le.must("POST", "/namespaces/"+le.ns+"/agents/"+agent+"/stop", nil, le.admin, 202, nil)
 		le.waitFor(3*time.Minute, func() bool {
 			// Signal 0 checks existence only; ESRCH: exited and reaped.
-			return pid == 0 || errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH)
+			return errors.Is(syscall.Kill(int(pid), 0), syscall.ESRCH)
 		})
 	}
 	occ := total - gateway

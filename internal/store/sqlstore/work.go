@@ -108,9 +108,6 @@ type workHooks struct {
 }
 
 func (h *workHooks) tell() {
-	if h == nil {
-		return
-	}
 	h.mu.Lock()
 	fns := h.fns
 	h.mu.Unlock()
