@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -40,6 +41,13 @@ type Options struct {
 	Lease time.Duration
 	// Poll is the idle wait between empty claims (default 500ms).
 	Poll time.Duration
+	// Concurrency is how many items Run works on at once (default 1),
+	// each in its own loop. Items of one Agent still run one at a time:
+	// the queue does not hand out an item while an older unfinished item
+	// of its Agent exists, whichever loop or process holds that one. The
+	// loops share the driver, which is safe for concurrent use on
+	// different Agents (compute.Driver; the conformance suite checks).
+	Concurrency int
 	// CallTimeout bounds each driver call (default 10 minutes: a real
 	// gateway start with native setup takes tens of seconds).
 	CallTimeout time.Duration
@@ -88,6 +96,9 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	if o.Poll == 0 {
 		o.Poll = 500 * time.Millisecond
 	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 1
+	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 10 * time.Minute
 	}
@@ -123,11 +134,24 @@ func systemCtx(ctx context.Context) context.Context {
 	return authz.WithSubject(ctx, authz.SystemSubject(authz.SystemWorker))
 }
 
-// Run processes work until ctx ends. When the queue has nothing to claim
-// it waits for the poll interval or a Wake, whichever comes first. Store
-// errors are logged and retried after the poll interval (a Wake does not
-// shorten that wait); they never stop the loop.
+// Run processes work until ctx ends, in Options.Concurrency loops, and
+// returns once every loop has handed back its item. A loop with nothing
+// to claim waits for the poll interval or a Wake, whichever comes first;
+// a Wake reaches one waiting loop, and a loop that claimed an item wakes
+// the next, so queued work spreads over idle loops at once. Store errors
+// are logged and retried after the poll interval (a Wake does not shorten
+// that wait); they never stop a loop.
 func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range w.o.Concurrency {
+		wg.Go(func() { w.loop(ctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// loop is one of Run's loops.
+func (w *Worker) loop(ctx context.Context) {
 	for {
 		did, err := w.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -144,7 +168,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return
 		case <-t.C:
 		case <-wake:
 			t.Stop()
@@ -160,6 +184,11 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	item, ok, err := w.store.ClaimWork(ctx, store.Claim{Token: token, Now: w.now(), Lease: w.o.Lease})
 	if err != nil || !ok {
 		return false, err
+	}
+	if w.o.Concurrency > 1 {
+		// There may be more: let an idle loop look now. With one loop
+		// this one looks again as soon as it is done.
+		w.Wake()
 	}
 	if w.o.Observer != nil {
 		w.o.Observer.WorkClaimed(item.Kind)

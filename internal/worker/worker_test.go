@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,6 +516,69 @@ func TestQueuedWorkWakesTheWorker(t *testing.T) {
 		err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, rev).State == store.WorkSucceeded, nil })
 		if err != nil {
 			t.Fatalf("deployment still %q after 30 s of a 1 h poll: the queued work did not wake the worker", work(t, ctx, f, rev).State)
+		}
+	})
+}
+
+// TestConcurrentLoops: with two loops, an Agent whose driver call hangs
+// does not hold up another Agent's deployment, and once the call is
+// released both deployments succeed without the driver ever seeing two
+// calls for one Agent at once; on both engines. With one loop the second
+// deployment would wait behind the hung call.
+func TestConcurrentLoops(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		d := fake.New(fake.Options{})
+		f := newFixture(t, ctx, st, nil, d, worker.Options{Poll: time.Hour, Concurrency: 2, Logger: quietLogger()})
+		slow, quick := f.agent(t, "slow", false), f.agent(t, "quick", false)
+		hung, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		d.OnCall(func(c fake.Call) {
+			if c.AgentID == slow.ID && c.Method == fake.PrepareRevision {
+				once.Do(func() { close(hung) })
+				<-release
+			}
+		})
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- f.srv.Worker.Run(wctx) }()
+		defer func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}()
+		// Deferred after stopping Run, so it runs first: a loop held in the
+		// hung call returns only once the call is released.
+		defer func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		}()
+		slowRev := f.deploy(t, slow)
+		select {
+		case <-hung:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the slow Agent's PrepareRevision was never called")
+		}
+		quickRev := f.deploy(t, quick)
+		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, quickRev).State == store.WorkSucceeded, nil }); err != nil {
+			t.Fatalf("quick deployment %q after 30 s while the slow Agent's call hung: the loops did not run side by side",
+				work(t, ctx, f, quickRev).State)
+		}
+		if got := work(t, ctx, f, slowRev).State; got != store.WorkRunning {
+			t.Errorf("slow deployment while its call hangs: %q, want %q", got, store.WorkRunning)
+		}
+		close(release)
+		if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, slowRev).State == store.WorkSucceeded, nil }); err != nil {
+			t.Fatalf("slow deployment %q 30 s after its call was released", work(t, ctx, f, slowRev).State)
+		}
+		if v := d.Violations(); len(v) > 0 {
+			t.Errorf("driver contract violations: %q", v)
 		}
 	})
 }
