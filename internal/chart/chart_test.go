@@ -142,6 +142,8 @@ func TestSchemaRefusals(t *testing.T) {
 		{"unknown key", "routing-off", []string{"gatewayRouting.enable=true"}, "additional properties 'enable' not allowed"},
 		{"port out of range", "routing-auto-ca", []string{"gatewayRouting.tenantGatewayPort=65536"}, "/gatewayRouting/tenantGatewayPort"},
 		{"service key and TLS in one Secret", "routing-auto-ca", []string{"gatewayRouting.tlsSecretName=occ-private-gateway-key"}, `gatewayRouting.apiKeySecretName and gatewayRouting.tlsSecretName both name the Secret "occ-private-gateway-key"`},
+		{"worker concurrency of zero", "routing-off", []string{"worker.concurrency=0"}, "at '/worker/concurrency': minimum: got 0, want 1"},
+		{"worker concurrency past its cap", "routing-off", []string{"worker.concurrency=65"}, "at '/worker/concurrency': maximum: got 65, want 64"},
 		{"metrics without scrapers", "metrics", []string{"json:networkPolicy.metricsIngressFrom=[]"}, "at '/networkPolicy/metricsIngressFrom': minItems: got 0, want 1"},
 		{"ServiceMonitor without metrics", "routing-off", []string{"metrics.serviceMonitor.enabled=true"}, "at '/metrics/enabled': value must be true"},
 		{"metrics on the API port", "metrics", []string{"metrics.port=8080"}, "metrics.port and api.port are both 8080"},
@@ -227,6 +229,23 @@ func occConfig(t *testing.T, objs map[string]object, configMap string) (config.C
 		t.Fatalf("the driver refuses the configuration the chart renders: %v", err)
 	}
 	return cfg, kc
+}
+
+// TestWorkerConcurrency: worker.concurrency reaches the configuration
+// file occ loads, at its default, its limit and in between.
+func TestWorkerConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		sets []string
+		want int
+	}{{nil, config.DefaultWorkerConcurrency}, {[]string{"worker.concurrency=1"}, 1}, {[]string{"worker.concurrency=64"}, 64}} {
+		out, err := render(t, []string{valuesFile("routing-off")}, tt.sets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg, _ := occConfig(t, objects(t, out), release+"-occ-config"); cfg.WorkerConcurrency != tt.want {
+			t.Errorf("helm template with %v: worker concurrency %d, want %d", tt.sets, cfg.WorkerConcurrency, tt.want)
+		}
+	}
 }
 
 // TestNamesAgree proves that the hostname, route label, Envoy Service and

@@ -118,6 +118,10 @@ type Config struct {
 	// own process (the default). Production installations that run
 	// "occ worker" separately turn it off on the API replicas.
 	EmbeddedWorker bool
+	// WorkerConcurrency is how many work items the deployment worker of
+	// this process (occ server's or occ worker's) works on at once. Items
+	// of one Agent still run one at a time.
+	WorkerConcurrency int
 	// MetricsListen is the host:port of the separate listener serving
 	// Prometheus metrics and pprof; empty (the default) serves neither.
 	// It is never the API listener: metrics and profiles are for the
@@ -207,9 +211,14 @@ const (
 	// max_connections of 100; MaxDatabaseMaxConnections is a sanity bound.
 	DefaultDatabaseMaxConnections = 20
 	MaxDatabaseMaxConnections     = 1000
-	DefaultListen                 = "127.0.0.1:8080"
-	DefaultSessionTTL             = 12 * time.Hour
-	DefaultSessionIdleTimeout     = 2 * time.Hour
+	// DefaultWorkerConcurrency lets a slow driver call (a stop waiting
+	// for its process, an image pull) hold up at most one of four loops;
+	// MaxWorkerConcurrency stays well under the default database pool.
+	DefaultWorkerConcurrency  = 4
+	MaxWorkerConcurrency      = 64
+	DefaultListen             = "127.0.0.1:8080"
+	DefaultSessionTTL         = 12 * time.Hour
+	DefaultSessionIdleTimeout = 2 * time.Hour
 	// MaxPasswordHashConcurrency mirrors authn.MaxHashConcurrency.
 	MaxPasswordHashConcurrency = 64
 	DefaultShutdownTimeout     = 15 * time.Second
@@ -243,6 +252,7 @@ func defaults() Config {
 		LogFormat:              DefaultLogFormat,
 		WorkspaceFileTimeout:   DefaultWorkspaceFileTimeout,
 		EmbeddedWorker:         true,
+		WorkerConcurrency:      DefaultWorkerConcurrency,
 
 		GatewayPoolIdleTimeout:    DefaultGatewayPoolIdleTimeout,
 		GatewayPoolMaxConnections: DefaultGatewayPoolMaxConnections,
@@ -302,6 +312,9 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	}
 	if c.DatabaseMaxConnections < 1 || c.DatabaseMaxConnections > MaxDatabaseMaxConnections {
 		add(fmt.Errorf("database max connections must be between 1 and %d, got %d", MaxDatabaseMaxConnections, c.DatabaseMaxConnections))
+	}
+	if c.WorkerConcurrency < 1 || c.WorkerConcurrency > MaxWorkerConcurrency {
+		add(fmt.Errorf("worker concurrency must be between 1 and %d, got %d", MaxWorkerConcurrency, c.WorkerConcurrency))
 	}
 	if c.PasswordHashConcurrency < 0 || c.PasswordHashConcurrency > MaxPasswordHashConcurrency {
 		add(fmt.Errorf("password hash concurrency must be between 0 (default) and %d, got %d", MaxPasswordHashConcurrency, c.PasswordHashConcurrency))
@@ -494,6 +507,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("logLevel", c.LogLevel),
 		slog.String("logFormat", c.LogFormat),
 		slog.Bool("embeddedWorker", c.EmbeddedWorker),
+		slog.Int("workerConcurrency", c.WorkerConcurrency),
 		slog.Bool("gatewayPool", c.GatewayPool),
 	)
 }

@@ -87,6 +87,7 @@ workspaceFiles:
   timeout: 10s
 worker:
   embedded: false
+  concurrency: 8
 metrics:
   listen: 127.0.0.1:9464
 `
@@ -122,6 +123,7 @@ func fullFileConfig() Config {
 		GatewayPoolMaxConnections:  128,
 		WorkspaceFileTimeout:       10 * time.Second,
 		EmbeddedWorker:             false,
+		WorkerConcurrency:          8,
 		MetricsListen:              "127.0.0.1:9464",
 	}
 }
@@ -310,6 +312,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"session-idle-timeout":          "20m",
 		"password-hash-concurrency":     "3",
 		"database-max-connections":      "7",
+		"worker-concurrency":            "9",
 		"sign-in-account-free-failures": "5",
 		"sign-in-account-lock-failures": "12",
 		"sign-in-account-base-delay":    "2s",
@@ -389,7 +392,7 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker", "password-hash-concurrency", "database-max-connections", "gateway-pool", "gateway-pool-max-connections",
+	case "embedded-worker", "worker-concurrency", "password-hash-concurrency", "database-max-connections", "gateway-pool", "gateway-pool-max-connections",
 		"sign-in-account-free-failures", "sign-in-account-lock-failures",
 		"sign-in-address-free-failures", "sign-in-address-lock-failures":
 		return v // a YAML boolean or number, not a string
@@ -493,6 +496,10 @@ func TestValidate(t *testing.T) {
 		{"database pool one past its cap", func(c *Config) { c.DatabaseMaxConnections = MaxDatabaseMaxConnections + 1 }, "database max connections must be between 1 and 1000, got 1001"},
 		{"database pool of one connection", func(c *Config) { c.DatabaseMaxConnections = 1 }, ""},
 		{"database pool without connections", func(c *Config) { c.DatabaseMaxConnections = 0 }, "database max connections must be between 1 and 1000, got 0"},
+		{"worker concurrency at its cap", func(c *Config) { c.WorkerConcurrency = MaxWorkerConcurrency }, ""},
+		{"worker concurrency one past its cap", func(c *Config) { c.WorkerConcurrency = MaxWorkerConcurrency + 1 }, "worker concurrency must be between 1 and 64, got 65"},
+		{"worker of one loop", func(c *Config) { c.WorkerConcurrency = 1 }, ""},
+		{"worker without loops", func(c *Config) { c.WorkerConcurrency = 0 }, "worker concurrency must be between 1 and 64, got 0"},
 		{"gateway pool at its cap", func(c *Config) { c.GatewayPool, c.GatewayPoolMaxConnections = true, MaxGatewayPoolMaxConnections }, ""},
 		{"gateway pool one past its cap", func(c *Config) { c.GatewayPoolMaxConnections = MaxGatewayPoolMaxConnections + 1 }, "gateway pool max connections must be between 1 and 4096, got 4097"},
 		{"gateway pool at one connection", func(c *Config) { c.GatewayPoolMaxConnections = 1 }, ""},

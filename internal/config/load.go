@@ -232,6 +232,12 @@ var options = []option{
 		set:   func(c *Config, s string) error { return setBool(&c.EmbeddedWorker, s) },
 	},
 	{
+		flag: "worker-concurrency", env: "OCC_WORKER_CONCURRENCY", yaml: "worker.concurrency", typ: "int",
+		def:   strconv.Itoa(DefaultWorkerConcurrency),
+		usage: fmt.Sprintf("work items the deployment worker works on at once, 1-%d (one Agent's always one at a time)", MaxWorkerConcurrency),
+		set:   func(c *Config, s string) error { return setInt(&c.WorkerConcurrency, s) },
+	},
+	{
 		flag: "metrics-listen", env: "OCC_METRICS_LISTEN", yaml: "metrics.listen", typ: "host:port",
 		usage: "address of a separate listener for Prometheus metrics and pprof; empty means none",
 		set:   func(c *Config, s string) error { c.MetricsListen = s; return nil },
@@ -438,7 +444,8 @@ type fileMetrics struct {
 }
 
 type fileWorker struct {
-	Embedded bool `yaml:"embedded"`
+	Embedded    bool `yaml:"embedded"`
+	Concurrency int  `yaml:"concurrency"`
 }
 
 type fileDrivers struct {
@@ -573,7 +580,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		Gateway: fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile,
 			Pool: fileGatewayPool{Enabled: c.GatewayPool, IdleTimeout: c.GatewayPoolIdleTimeout, MaxConnections: c.GatewayPoolMaxConnections}},
 		WorkspaceFiles: fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
-		Worker:         fileWorker{Embedded: c.EmbeddedWorker},
+		Worker:         fileWorker{Embedded: c.EmbeddedWorker, Concurrency: c.WorkerConcurrency},
 		Metrics:        fileMetrics{Listen: c.MetricsListen},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -638,6 +645,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		GatewayPoolMaxConnections:  fc.Gateway.Pool.MaxConnections,
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
 		EmbeddedWorker:             fc.Worker.Embedded,
+		WorkerConcurrency:          fc.Worker.Concurrency,
 		MetricsListen:              fc.Metrics.Listen,
 	}
 	return nil

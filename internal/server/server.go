@@ -312,7 +312,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		SessionTTL: cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
 		Throttle: authn.NewThrottle(ThrottlePolicy(cfg.SignInAccount), ThrottlePolicy(cfg.SignInAddress), 0),
 		Metrics:  obs.metrics, TracerProvider: obs.tracer,
-		Files:          files,
+		Files: files,
+		// Every loop of the embedded worker shares the one driver.
+		Worker:         worker.Options{Concurrency: cfg.WorkerConcurrency},
 		GatewayKeyFile: cfg.GatewayAPIKeyFile, GatewayCAFile: cfg.GatewayCAFile, FileTimeout: cfg.WorkspaceFileTimeout})
 	created, err := srv.Service.Bootstrap(ctx, occ.BootstrapInput{
 		AdminEmail: cfg.BootstrapAdminEmail, PasswordFile: cfg.BootstrapAdminPasswordFile, Out: os.Stdout,
@@ -425,8 +427,9 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer stopDriver()
-	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver, Metrics: obs.metrics})
-	logger.Info("occ worker running", "driver", srv.opts.Driver.ID())
+	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver, Metrics: obs.metrics,
+		Worker: worker.Options{Concurrency: cfg.WorkerConcurrency}})
+	logger.Info("occ worker running", "driver", srv.opts.Driver.ID(), "concurrency", cfg.WorkerConcurrency)
 	return srv.Worker.Run(ctx)
 }
 

@@ -29,6 +29,8 @@ const (
 	MetricWorkerDriverCalls  = "occ_worker_driver_call_duration_seconds"
 	MetricWorkerQueueDepth   = "occ_worker_queue_depth"
 	MetricWorkerQueueErrors  = "occ_worker_queue_depth_errors_total"
+	MetricWorkerLoops        = "occ_worker_loops"
+	MetricWorkerLoopsBusy    = "occ_worker_loops_busy"
 	MetricAuditWriteFailures = "occ_audit_write_failures_total"
 )
 
@@ -56,6 +58,8 @@ type Metrics struct {
 	deployments *prometheus.HistogramVec // driver, outcome
 	driverCalls *prometheus.HistogramVec // driver, call, outcome
 	queueErrors prometheus.Counter
+	loops       prometheus.Gauge
+	loopsBusy   prometheus.Gauge
 
 	auditFailures *prometheus.CounterVec // kind
 }
@@ -104,12 +108,17 @@ func NewMetrics() *Metrics {
 			[]string{"driver", "call", "outcome"}),
 		queueErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWorkerQueueErrors,
 			Help: "Scrapes whose queue-depth query failed (the depth series are then missing from that scrape)."}),
+		loops: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricWorkerLoops,
+			Help: "Loops this process's worker runs (--worker-concurrency); 0 when no worker runs in it."}),
+		loopsBusy: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricWorkerLoopsBusy,
+			Help: "Worker loops working on a claimed item now; equal to occ_worker_loops when every loop is busy."}),
 		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricAuditWriteFailures,
 			Help: "Audit events the store refused to write, by event kind. A mutation whose audit write fails is not committed; a denial's is only logged."},
 			[]string{"kind"}),
 	}
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.httpInFlight, m.gwOps, m.gwDuration,
 		m.claims, m.leaseLosses, m.retries, m.finished, m.deployments, m.driverCalls, m.queueErrors,
+		m.loops, m.loopsBusy,
 		m.auditFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -197,6 +206,25 @@ func (m *Metrics) GatewayOperation(operation, transport, outcome string, d time.
 func (m *Metrics) WorkClaimed(kind string) {
 	if m != nil {
 		m.claims.WithLabelValues(kind).Inc()
+	}
+}
+
+// WorkerLoops implements worker.Observer.
+func (m *Metrics) WorkerLoops(n int) {
+	if m != nil {
+		m.loops.Set(float64(n))
+	}
+}
+
+// LoopBusy implements worker.Observer.
+func (m *Metrics) LoopBusy(busy bool) {
+	if m == nil {
+		return
+	}
+	if busy {
+		m.loopsBusy.Inc()
+	} else {
+		m.loopsBusy.Dec()
 	}
 }
 

@@ -27,6 +27,8 @@ func exported(t *testing.T) map[string]bool {
 	m.RegisterQueueDepth(nil) // no-op: nil func
 	m.GatewayOperation("get", "direct", "ok", time.Millisecond)
 	m.WorkClaimed("k")
+	m.WorkerLoops(4)
+	m.LoopBusy(true)
 	m.LeaseLost()
 	m.WorkRetried("k", "error")
 	m.WorkFinished("k", "succeeded")

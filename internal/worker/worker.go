@@ -65,6 +65,10 @@ type Options struct {
 // set (work kinds, work states, driver ids, driver call names, "pending"
 // or "error"), so they are safe as metric labels.
 type Observer interface {
+	// WorkerLoops: Run started n loops, or (n = 0) they all returned.
+	WorkerLoops(n int)
+	// LoopBusy: a loop claimed an item (true) or is done with it (false).
+	LoopBusy(busy bool)
 	WorkClaimed(kind string)
 	LeaseLost()
 	WorkRetried(kind, reason string)
@@ -142,6 +146,10 @@ func systemCtx(ctx context.Context) context.Context {
 // are logged and retried after the poll interval (a Wake does not shorten
 // that wait); they never stop a loop.
 func (w *Worker) Run(ctx context.Context) error {
+	if w.o.Observer != nil {
+		w.o.Observer.WorkerLoops(w.o.Concurrency)
+		defer w.o.Observer.WorkerLoops(0)
+	}
 	var wg sync.WaitGroup
 	for range w.o.Concurrency {
 		wg.Go(func() { w.loop(ctx) })
@@ -192,6 +200,8 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	}
 	if w.o.Observer != nil {
 		w.o.Observer.WorkClaimed(item.Kind)
+		w.o.Observer.LoopBusy(true)
+		defer w.o.Observer.LoopBusy(false)
 	}
 	ctx, span := tracer.Start(ctx, "worker."+item.Kind, trace.WithAttributes(
 		attribute.String("occ.work.id", item.ID), attribute.String("occ.work.kind", item.Kind),

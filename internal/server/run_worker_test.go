@@ -1,0 +1,124 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openclaw/occ/internal/config"
+	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/testutil"
+)
+
+// loopbackAddr is a free loopback host:port.
+func loopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestRunWorkerConcurrency: --worker-concurrency reaches the worker of
+// "occ server" (server.Run) and of "occ worker" (server.RunWorker), as
+// their metrics listeners report: occ_worker_loops is the setting and no
+// loop is busy on an empty queue.
+func TestRunWorkerConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		loops int
+		run   func(context.Context, config.Config, *slog.Logger) error
+	}{
+		{"occ server", 3, server.Run},
+		{"occ worker", 2, server.RunWorker},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pw := filepath.Join(dir, "pw")
+			if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Default()
+			cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), loopbackAddr(t)
+			cfg.PublicOrigin = "http://" + cfg.Listen
+			cfg.MetricsListen = loopbackAddr(t)
+			cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
+			cfg.ShutdownTimeout = 5 * time.Second
+			cfg.WorkerConcurrency = tt.loops
+			if tt.name == "occ worker" {
+				// occ worker does not migrate: let a server do it first.
+				migrated := cfg
+				migrated.MetricsListen, migrated.EmbeddedWorker = "", false
+				runUntilReady(t, migrated)
+			}
+			ctx, cancel := context.WithCancel(testutil.Context(t))
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- tt.run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+			want := []string{"occ_worker_loops " + strconv.Itoa(tt.loops), "occ_worker_loops_busy 0"}
+			testutil.Eventually(t, 60*time.Second, func() bool {
+				_, body := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
+				for _, w := range want {
+					if !strings.Contains(body, w+"\n") {
+						return false
+					}
+				}
+				return true
+			}, "the metrics listener never reported %q", want)
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s: %v", tt.name, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s did not stop within 30 s of its context ending", tt.name)
+			}
+		})
+	}
+}
+
+// runUntilReady runs "occ server" with cfg until /readyz answers 200 (it
+// has migrated the database), then stops it.
+func runUntilReady(t *testing.T, cfg config.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testutil.Context(t))
+	done := make(chan error, 1)
+	go func() { done <- server.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		code, _ := scrapeStatus("http://" + cfg.Listen + "/readyz")
+		return code == 200
+	}, "occ server on %s never became ready", cfg.Listen)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("occ server: %v", err)
+	}
+}
+
+// scrapeStatus GETs url with a 5 s deadline: its status and body, or 0
+// when nothing answered (yet).
+func scrapeStatus(url string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return 0, ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return resp.StatusCode, string(b)
+}
