@@ -154,6 +154,44 @@ var cases = []testCase{
 		f.checkFiles(second, want)
 	}},
 
+	{name: "Concurrency/TwoAgents", running: true, pair: true, run: func(t *testing.T, f *fixture) {
+		// The worker runs several loops over one driver, so two Agents'
+		// verbs meet in one driver at once (and two workers' calls on one
+		// Namespace). Each step runs for both Agents together, as the
+		// parallel subtests first and second.
+		g := f.sibling()
+		ensure := func(t *testing.T, x *fixture) { must(t, "EnsureNamespace", x.d.EnsureNamespace(x.ctx(), x.ns)) }
+		parallel(t, "EnsureNamespace", func(t *testing.T) { ensure(t, f.on(t)) }, func(t *testing.T) { ensure(t, g.on(t)) })
+		revF, revG := f.revision(1), g.revision(1)
+		activate := func(t *testing.T, x *fixture, rev compute.Revision) {
+			x.activate(rev, compute.RevisionContext{})
+			x.checkServing("after activating both Agents at once", rev, true)
+			x.checkEndpoint(rev)
+		}
+		parallel(t, "Activate", func(t *testing.T) { activate(t, f.on(t), revF) }, func(t *testing.T) { activate(t, g.on(t), revG) })
+		if t.Failed() {
+			return
+		}
+		f.checkServing("after activating both Agents", revF, true)
+		g.checkServing("after activating both Agents", revG, true)
+		// One Agent is torn down while the other's Endpoint is read (a
+		// workspace file request): the teardown must not reach the Agent
+		// next to it, which keeps serving without being prepared again
+		// (a prepare would heal what the teardown broke).
+		parallel(t, "TeardownBesideEndpoint", func(t *testing.T) {
+			x := f.on(t)
+			must(t, "RetireRevision", x.d.RetireRevision(x.ctx(), revF))
+			must(t, "DeleteAgent", x.d.DeleteAgent(x.ctx(), x.agent))
+		}, func(t *testing.T) {
+			g.on(t).checkEndpoint(revG)
+		})
+		g.checkServing("after the other Agent's teardown", revG, true)
+		g.checkEndpoint(revG)
+		if res := g.prepareOnce(revG, compute.RevisionContext{}); !res.Ready {
+			t.Errorf("PrepareRevision after the other Agent's teardown = %+v, want Ready", res)
+		}
+	}},
+
 	{name: "Context/Cancelled", run: func(t *testing.T, f *fixture) {
 		f.ensureNamespace()
 		rev := f.revision(1)

@@ -22,6 +22,10 @@ type Harness struct {
 	// parallel subtests, and may register its own t.Cleanup (which runs
 	// after the case's cleanup). Required.
 	New func(t *testing.T) compute.Driver
+	// NewPair returns the driver for Concurrency/TwoAgents, which runs
+	// two Agents' runtimes on it at once: a harness that limits how many
+	// runtimes run at a time reserves two here. Nil means New.
+	NewPair func(t *testing.T) compute.Driver
 	// Configuration is a minimal valid native OpenClaw configuration for
 	// this driver, used for every revision. Empty means `{}`.
 	Configuration json.RawMessage
@@ -74,7 +78,9 @@ type testCase struct {
 	running bool
 	// setup: the case needs Capabilities.WorkspaceSetup.
 	setup bool
-	run   func(t *testing.T, f *fixture)
+	// pair: the case runs two Agents on its driver (Harness.NewPair).
+	pair bool
+	run  func(t *testing.T, f *fixture)
 }
 
 // Run runs every case as a parallel subtest of t.
@@ -99,7 +105,11 @@ func Run(t *testing.T, h Harness) {
 			if c.running && h.SkipRunning {
 				t.Skip("needs a runtime that becomes ready; Harness.SkipRunning is set")
 			}
-			f := newFixture(t, h)
+			newDriver := h.New
+			if c.pair && h.NewPair != nil {
+				newDriver = h.NewPair
+			}
+			f := newFixture(t, h, newDriver)
 			if c.setup && !f.caps.WorkspaceSetup {
 				t.Skipf("driver %s does not declare WorkspaceSetup", f.d.ID())
 			}
@@ -123,8 +133,8 @@ type fixture struct {
 	caseCtx context.Context
 }
 
-func newFixture(t *testing.T, h Harness) *fixture {
-	d := h.New(t)
+func newFixture(t *testing.T, h Harness, newDriver func(*testing.T) compute.Driver) *fixture {
+	d := newDriver(t)
 	if d == nil {
 		t.Fatal("computetest: Harness.New returned nil")
 	}
@@ -142,6 +152,41 @@ func newFixture(t *testing.T, h Harness) *fixture {
 	return f
 }
 
+// sibling returns a second Agent's fixture on f's driver, Namespace and
+// deadline. Its cleanup (its revisions, then its Agent) runs before f's,
+// which deletes the Namespace.
+func (f *fixture) sibling() *fixture {
+	a := compute.Agent{ID: ids.New(ids.Agent), NamespaceID: f.ns.ID}
+	a.Name = shortName(a.ID)
+	g := &fixture{t: f.t, h: f.h, d: f.d, caps: f.caps, ns: f.ns, agent: a, cfgID: ids.New(ids.Configuration), caseCtx: f.caseCtx}
+	f.t.Cleanup(g.cleanupAgent)
+	return g
+}
+
+// on returns a copy of f that reports to t (a subtest), sharing f's
+// revisions as they are now; revisions made on the copy are not retired
+// in cleanup.
+func (f *fixture) on(t *testing.T) *fixture {
+	c := *f
+	c.t = t
+	return &c
+}
+
+// parallel runs each step as a parallel subtest of t/name (first,
+// second, ...) and returns when all have ended.
+func parallel(t *testing.T, name string, steps ...func(t *testing.T)) {
+	t.Helper()
+	ordinals := []string{"first", "second", "third", "fourth"}
+	t.Run(name, func(t *testing.T) {
+		for i, step := range steps {
+			t.Run(ordinals[i], func(t *testing.T) {
+				t.Parallel()
+				step(t)
+			})
+		}
+	})
+}
+
 // shortName is a DNS-label-safe name derived from an id: "ct-" and the
 // first eight hex digits of its UUID.
 func shortName(id string) string {
@@ -153,6 +198,17 @@ func shortName(id string) string {
 // worker does), then deletes the Agent and the Namespace. It runs on its
 // own context because the test's context is already cancelled.
 func (f *fixture) cleanup() {
+	f.cleanupAgent()
+	ctx, cancel := context.WithTimeout(context.Background(), f.h.Timeout)
+	defer cancel()
+	if err := f.d.DeleteNamespace(ctx, f.ns); err != nil {
+		f.t.Errorf("cleanup: DeleteNamespace(%s): %v", f.ns.ID, err)
+	}
+}
+
+// cleanupAgent retires every revision of f's Agent (oldest first) and
+// deletes the Agent, on a context of its own.
+func (f *fixture) cleanupAgent() {
 	ctx, cancel := context.WithTimeout(context.Background(), f.h.Timeout)
 	defer cancel()
 	for _, rev := range f.revs {
@@ -162,9 +218,6 @@ func (f *fixture) cleanup() {
 	}
 	if err := f.d.DeleteAgent(ctx, f.agent); err != nil {
 		f.t.Errorf("cleanup: DeleteAgent(%s): %v", f.agent.ID, err)
-	}
-	if err := f.d.DeleteNamespace(ctx, f.ns); err != nil {
-		f.t.Errorf("cleanup: DeleteNamespace(%s): %v", f.ns.ID, err)
 	}
 }
 

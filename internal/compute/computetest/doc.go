@@ -40,6 +40,10 @@
 //	                                     when given); a later revision with the completed
 //	                                     identity prepares and activates, and the files are
 //	                                     unchanged
+//	Concurrency/TwoAgents              * two Agents in one Namespace on one driver (Harness.NewPair)
+//	                                     at once: EnsureNamespace, activation (serving, Endpoint),
+//	                                     then one Agent's retirement and deletion while the other's
+//	                                     Endpoint is read; the other keeps serving, still ready
 //	Context/Cancelled                  every verb with a cancelled context returns a
 //	                                     non-permanent error within a few seconds
 //

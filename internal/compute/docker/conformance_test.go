@@ -29,7 +29,9 @@ func TestConformance(t *testing.T) {
 	computetest.Run(t, computetest.Harness{
 		New: func(t *testing.T) compute.Driver {
 			// Before the case's deadline starts, and released after its
-			// cleanup: one gateway container at a time.
+			// cleanup: one case with gateway containers at a time, so at
+			// most two containers (Concurrency/TwoAgents; no NewPair
+			// needed).
 			acquireGateway(t)
 			d := newTestDriver(t, "")
 			mu.Lock()

@@ -25,15 +25,20 @@ func TestConformance(t *testing.T) {
 		defer func() { <-mu }()
 		return dataDirs[d]
 	}
+	// newDriver reserves slots gateways, then opens a driver on a data
+	// directory of its own.
+	newDriver := func(t *testing.T, slots int) compute.Driver {
+		acquireGateways(t, slots)
+		td := newTestDriver(t, rt, "", nil)
+		mu <- struct{}{}
+		dataDirs[td.Driver] = td.dir
+		<-mu
+		return td.Driver
+	}
 	computetest.Run(t, computetest.Harness{
-		New: func(t *testing.T) compute.Driver {
-			acquireGateways(t, 1)
-			td := newTestDriver(t, rt, "", nil)
-			mu <- struct{}{}
-			dataDirs[td.Driver] = td.dir
-			<-mu
-			return td.Driver
-		},
+		New: func(t *testing.T) compute.Driver { return newDriver(t, 1) },
+		// Concurrency/TwoAgents runs two gateways.
+		NewPair: func(t *testing.T) compute.Driver { return newDriver(t, 2) },
 		// Two gateway starts and a native setup on a loaded 2-CPU box.
 		Timeout: 5 * time.Minute,
 		Inspect: computetest.Inspect{

@@ -48,6 +48,8 @@ func TestConformance(t *testing.T) {
 	root := cfg.Root
 	computetest.Run(t, computetest.Harness{
 		New: func(t *testing.T) compute.Driver {
+			// One case with gateways at a time, so at most two gateways
+			// (Concurrency/TwoAgents; no NewPair needed).
 			acquireGateway(t)
 			// The case's cleanup removes the Agent's directory: show its
 			// gateway log first when the case failed.
