@@ -110,3 +110,94 @@ func bareItems(b *testing.B, ctx context.Context, st store.Store) {
 		}
 	}
 }
+
+// slowCall is the fake driver's delay on PrepareRevision and
+// ActivateRevision in BenchmarkLoops: about one round trip to a container
+// engine or API server.
+const slowCall = 20 * time.Millisecond
+
+// BenchmarkLoops measures what Options.Concurrency buys when driver calls
+// take time: b.N deployments, one per Agent, queued before the timer
+// starts, are run by Worker.Run with one loop and with four, each side on
+// a fresh database and driver, alternating for three rounds in one run, with
+// PrepareRevision and ActivateRevision each taking slowCall. It reports
+// both sides' deployments per second and their ratio (loops4-x). ns/op is
+// the total over both sides.
+//
+// Run: go test ./internal/worker -run '^$' -bench BenchmarkLoops -benchtime=100x
+func BenchmarkLoops(b *testing.B) {
+	b.Run(sqlstore.EngineSQLite, func(b *testing.B) {
+		benchLoops(b, func(tb testing.TB) *sqlstore.Store { return testdb.SQLite(tb) })
+	})
+	b.Run(sqlstore.EnginePostgres, func(b *testing.B) {
+		benchLoops(b, func(tb testing.TB) *sqlstore.Store { return testdb.Postgres(tb) })
+	})
+}
+
+func benchLoops(b *testing.B, open func(testing.TB) *sqlstore.Store) {
+	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
+	defer cancel()
+	var spent [2]time.Duration // one loop, four loops
+	for range 3 {
+		for side, loops := range []int{1, 4} {
+			spent[side] += runLoops(b, ctx, open(b), loops)
+		}
+	}
+	one, four := 3*float64(b.N)/spent[0].Seconds(), 3*float64(b.N)/spent[1].Seconds()
+	b.ReportMetric(one, "loops1-deployments/s")
+	b.ReportMetric(four, "loops4-deployments/s")
+	b.ReportMetric(four/one, "loops4-x")
+}
+
+// runLoops queues b.N deployments on st (untimed), then times Worker.Run
+// with the given loops until every one has succeeded.
+func runLoops(b *testing.B, ctx context.Context, st *sqlstore.Store, loops int) time.Duration {
+	b.Helper()
+	b.StopTimer()
+	drv := fake.New(fake.Options{})
+	drv.SetDelay(fake.PrepareRevision, slowCall)
+	drv.SetDelay(fake.ActivateRevision, slowCall)
+	f := newFixture(b, ctx, st, nil, drv, worker.Options{Concurrency: loops, Logger: quietLogger()})
+	revs := make([]store.Revision, b.N)
+	for i := range b.N {
+		revs[i] = f.deploy(b, f.agent(b, fmt.Sprintf("loops-%d", i), false))
+	}
+	// The fixture's own passes (the Namespace) are done; only the
+	// deployments are queued.
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	b.StartTimer()
+	start := time.Now()
+	go func() { done <- f.srv.Worker.Run(wctx) }()
+	for {
+		depth, err := st.QueueDepth(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if depth[string(store.WorkQueued)]+depth[string(store.WorkRunning)] == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("%d loops: deployments still queued at the benchmark's deadline: %v", loops, depth)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	stop()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	for i, r := range revs {
+		w, err := f.st.GetWorkByKey(ctx, occ.DeploymentWorkKey(r.ID))
+		if err != nil || w.State != store.WorkSucceeded {
+			b.Fatalf("%d loops: deployment %d: state %q, %v; want succeeded", loops, i, w.State, err)
+		}
+	}
+	if v := drv.Violations(); len(v) > 0 {
+		b.Fatalf("fake driver violations: %q", v)
+	}
+	b.StartTimer()
+	return took
+}
