@@ -21,7 +21,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -65,6 +64,7 @@ import (
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
 	testkube "github.com/openclaw/occ/internal/testenv/kube"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // occEnv makes the test binary act as the occ binary: the deployment test
@@ -993,7 +993,7 @@ func TestDeployWithWorkerToken(t *testing.T) {
 	password := string(serviceKey(t)[:32])
 	passwordFile := writeFile(t, dir, "admin-password", []byte(password))
 
-	origin := "http://" + freeAddr(t)
+	origin := "http://" + testutil.FreeAddr(t)
 	u, _ := url.Parse(origin)
 	// What the chart's Pods get from their environment (occ.podEnv),
 	// with a database, a listener and a data directory of this test.
@@ -1222,17 +1222,6 @@ func writeFile(t *testing.T, dir, name string, content []byte) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // occEnviron is this process's environment without any OCC_* or

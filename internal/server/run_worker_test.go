@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,17 +16,6 @@ import (
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/testutil"
 )
-
-// loopbackAddr is a free loopback host:port.
-func loopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // TestRunWorkerConcurrency: --worker-concurrency reaches the worker of
 // "occ server" (server.Run) and of "occ worker" (server.RunWorker), as
@@ -49,9 +37,9 @@ func TestRunWorkerConcurrency(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := config.Default()
-			cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), loopbackAddr(t)
+			cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), testutil.FreeAddr(t)
 			cfg.PublicOrigin = "http://" + cfg.Listen
-			cfg.MetricsListen = loopbackAddr(t)
+			cfg.MetricsListen = testutil.FreeAddr(t)
 			cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
 			cfg.ShutdownTimeout = 5 * time.Second
 			cfg.WorkerConcurrency = tt.loops

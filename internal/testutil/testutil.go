@@ -138,10 +138,10 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 }
 
-// RefusingAddr returns a loopback address ("127.0.0.1:port") on which
-// nothing listens: a port that was free a moment ago, so a dial to it is
-// refused (unless another process took the port since, which tests accept).
-func RefusingAddr(t testing.TB) string {
+// FreeAddr returns a loopback address ("127.0.0.1:port") whose port was
+// free a moment ago, for a server a test starts: another process may take
+// the port in between, which tests accept.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -152,4 +152,12 @@ func RefusingAddr(t testing.TB) string {
 		t.Fatalf("close the listener: %v", err)
 	}
 	return addr
+}
+
+// RefusingAddr returns a loopback address on which nothing listens
+// (FreeAddr's), so a dial to it is refused (unless another process took
+// the port since, which tests accept).
+func RefusingAddr(t testing.TB) string {
+	t.Helper()
+	return FreeAddr(t)
 }
