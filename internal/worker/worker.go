@@ -90,6 +90,7 @@ type Worker struct {
 	driver compute.Driver
 	o      Options
 	wake   chan struct{} // Wake's signal to Run; one pending at most
+	poller chan struct{} // holds the polling role of Run's idle loops while no loop has it
 }
 
 // New returns a worker over the authorizing store st and driver d.
@@ -115,7 +116,9 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Worker{store: st, driver: d, o: o, wake: make(chan struct{}, 1)}
+	w := &Worker{store: st, driver: d, o: o, wake: make(chan struct{}, 1), poller: make(chan struct{}, 1)}
+	w.poller <- struct{}{}
+	return w
 }
 
 // Wake makes Run look for work now instead of at the end of its poll
@@ -139,12 +142,13 @@ func systemCtx(ctx context.Context) context.Context {
 }
 
 // Run processes work until ctx ends, in Options.Concurrency loops, and
-// returns once every loop has handed back its item. A loop with nothing
-// to claim waits for the poll interval or a Wake, whichever comes first;
-// a Wake reaches one waiting loop, and a loop that claimed an item wakes
-// the next, so queued work spreads over idle loops at once. Store errors
-// are logged and retried after the poll interval (a Wake does not shorten
-// that wait); they never stop a loop.
+// returns once every loop has handed back its item. When the queue has
+// nothing to claim, one idle loop waits for the poll interval or a Wake,
+// whichever comes first, and the other idle loops for a Wake; a Wake
+// reaches one waiting loop, and a loop that claimed an item wakes the
+// next, so queued work spreads over idle loops at once. Store errors are logged and
+// retried after the poll interval (a Wake does not shorten that wait);
+// they never stop a loop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.o.Observer != nil {
 		w.o.Observer.WorkerLoops(w.o.Concurrency)
@@ -158,7 +162,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop is one of Run's loops.
+// loop is one of Run's loops. Of the idle loops, one at a time (the one
+// holding w.poller) looks at the queue on the poll timer; the others wait
+// for a Wake, which a loop sends when its look finds an item. So idle
+// loops cost one look per poll interval however many there are, and a
+// loop held up in a slow driver call does not stop the others from
+// finding work that became due (a retry's backoff ending, an item another
+// process queued). After a store error every loop backs off on the timer.
 func (w *Worker) loop(ctx context.Context) {
 	for {
 		did, err := w.RunOnce(ctx)
@@ -172,14 +182,31 @@ func (w *Worker) loop(ctx context.Context) {
 		if err != nil {
 			wake = nil // back off on store errors whatever is queued
 		}
-		t := time.NewTimer(w.o.Poll)
+		polls := false
+		select {
+		case <-w.poller:
+			polls = true
+		default:
+		}
+		var tick <-chan time.Time // nil: wait for a Wake only
+		var t *time.Timer
+		if polls || err != nil {
+			t = time.NewTimer(w.o.Poll)
+			tick = t.C
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		case <-tick:
 		case <-wake:
+		}
+		if t != nil {
 			t.Stop()
+		}
+		if polls {
+			w.poller <- struct{}{} // before the look: a loop idle by then polls next
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -581,4 +582,106 @@ func TestConcurrentLoops(t *testing.T) {
 			t.Errorf("driver contract violations: %q", v)
 		}
 	})
+}
+
+// unwoken is the store without sqlstore's OnWorkQueued, so server.New
+// wires no wake: the worker finds work only by looking at the queue, as
+// it finds work another process queued or a retry whose backoff ended.
+// It counts the looks, and signals empty ones on empty when set.
+type unwoken struct {
+	store.Store
+	looks *atomic.Int64
+	empty chan struct{}
+}
+
+func (u unwoken) ClaimWork(ctx context.Context, c store.Claim) (store.WorkItem, bool, error) {
+	u.looks.Add(1)
+	it, ok, err := u.Store.ClaimWork(ctx, c)
+	if err == nil && !ok && u.empty != nil {
+		select {
+		case u.empty <- struct{}{}:
+		default:
+		}
+	}
+	return it, ok, err
+}
+
+// TestIdleLoopsFindUnannouncedWork: with two loops and no wakes, while one
+// loop is held in a hung driver call, the other still finds work that was
+// queued without telling the worker (it takes over the polling), on both
+// engines.
+func TestIdleLoopsFindUnannouncedWork(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		d := fake.New(fake.Options{})
+		var looks atomic.Int64
+		empty := make(chan struct{}, 1)
+		wrap := func(s store.Store) store.Store { return unwoken{Store: s, looks: &looks, empty: empty} }
+		f := newFixture(t, ctx, st, wrap, d, worker.Options{Poll: 50 * time.Millisecond, Concurrency: 2, Logger: quietLogger()})
+		slow, quick := f.agent(t, "slow", false), f.agent(t, "quick", false)
+		hung, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		d.OnCall(func(c fake.Call) {
+			if c.AgentID == slow.ID && c.Method == fake.PrepareRevision {
+				once.Do(func() { close(hung) })
+				<-release
+			}
+		})
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- f.srv.Worker.Run(wctx) }()
+		defer func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}()
+		defer close(release) // first: the hung loop returns only once released
+		f.deploy(t, slow)
+		select {
+		case <-hung:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the slow Agent's PrepareRevision was never called")
+		}
+		// Only the other loop looks now. Its first look (the claiming
+		// loop wakes it) may already be over: wait for one after this
+		// point, which only a loop that polls makes.
+		select {
+		case <-empty:
+		default:
+		}
+		select {
+		case <-empty:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no loop looked at the queue in 30 s while one loop hung: the polling stopped with it")
+		}
+		quickRev := f.deploy(t, quick)
+		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, quickRev).State == store.WorkSucceeded, nil }); err != nil {
+			t.Fatalf("unannounced deployment %q after 30 s while the other loop hung: no idle loop was looking", work(t, ctx, f, quickRev).State)
+		}
+	})
+}
+
+// TestIdleLoopsLookOncePerPoll: eight idle loops look at an empty queue
+// about once per poll interval between them, not eight times.
+func TestIdleLoopsLookOncePerPoll(t *testing.T) {
+	ctx := testutil.Context(t)
+	var looks atomic.Int64
+	wrap := func(s store.Store) store.Store { return unwoken{Store: s, looks: &looks} }
+	const poll, loops, idle = 20 * time.Millisecond, 8, 400 * time.Millisecond
+	f := newFixture(t, ctx, testdb.SQLite(t), wrap, fake.New(fake.Options{}), worker.Options{Poll: poll, Concurrency: loops, Logger: quietLogger()})
+	before := looks.Load()
+	wctx, stop := context.WithTimeout(ctx, idle)
+	defer stop()
+	if err := f.srv.Worker.Run(wctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// One look per loop at the start, then one per interval (the timers
+	// fire late, never early); every loop polling would be about 8x that.
+	got, most := looks.Load()-before, int64(loops+2*int(idle/poll))
+	if got > most {
+		t.Errorf("%d idle loops looked %d times in %s at a %s poll; want at most %d", loops, got, idle, poll, most)
+	}
 }
