@@ -125,7 +125,11 @@ type Tunnel interface {
 	ReadToken(ctx context.Context) ([]byte, error)
 }
 
-// Driver runs revisions on one backend.
+// Driver runs revisions on one backend. It is safe for concurrent use:
+// the worker's loops call it for different Agents at once (and the API
+// calls Endpoint meanwhile), while one Agent's verbs arrive one at a time
+// (the queue serializes them). The conformance case Concurrency/TwoAgents
+// checks that one Agent's calls leave the Agent next to it alone.
 type Driver interface {
 	// ID names the driver instance (its registry name); it is recorded
 	// in each revision.
