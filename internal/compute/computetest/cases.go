@@ -157,33 +157,27 @@ var cases = []testCase{
 	{name: "Concurrency/TwoAgents", running: true, pair: true, run: func(t *testing.T, f *fixture) {
 		// The worker runs several loops over one driver, so two Agents'
 		// verbs meet in one driver at once (and two workers' calls on one
-		// Namespace). Each step runs for both Agents together, as the
-		// parallel subtests first and second.
+		// Namespace). Each step runs for both Agents together.
 		g := f.sibling()
-		ensure := func(t *testing.T, x *fixture) { must(t, "EnsureNamespace", x.d.EnsureNamespace(x.ctx(), x.ns)) }
-		parallel(t, "EnsureNamespace", func(t *testing.T) { ensure(t, f.on(t)) }, func(t *testing.T) { ensure(t, g.on(t)) })
+		ensure := func(x *fixture) { must(x.r, "EnsureNamespace", x.d.EnsureNamespace(x.ctx(), x.ns)) }
+		parallel(t, "EnsureNamespace", func(r reporter) { ensure(f.on(r)) }, func(r reporter) { ensure(g.on(r)) })
 		revF, revG := f.revision(1), g.revision(1)
-		activate := func(t *testing.T, x *fixture, rev compute.Revision) {
+		activate := func(x *fixture, rev compute.Revision) {
 			x.activate(rev, compute.RevisionContext{})
-			x.checkServing("after activating both Agents at once", rev, true)
 			x.checkEndpoint(rev)
 		}
-		parallel(t, "Activate", func(t *testing.T) { activate(t, f.on(t), revF) }, func(t *testing.T) { activate(t, g.on(t), revG) })
-		if t.Failed() {
-			return
-		}
-		f.checkServing("after activating both Agents", revF, true)
-		g.checkServing("after activating both Agents", revG, true)
+		parallel(t, "Activate", func(r reporter) { activate(f.on(r), revF) }, func(r reporter) { activate(g.on(r), revG) })
+		f.checkServing("after activating both Agents at once", revF, true)
+		g.checkServing("after activating both Agents at once", revG, true)
 		// One Agent is torn down while the other's Endpoint is read (a
 		// workspace file request): the teardown must not reach the Agent
 		// next to it, which keeps serving without being prepared again
 		// (a prepare would heal what the teardown broke).
-		parallel(t, "TeardownBesideEndpoint", func(t *testing.T) {
-			x := f.on(t)
-			must(t, "RetireRevision", x.d.RetireRevision(x.ctx(), revF))
-			must(t, "DeleteAgent", x.d.DeleteAgent(x.ctx(), x.agent))
-		}, func(t *testing.T) {
-			g.on(t).checkEndpoint(revG)
+		parallel(t, "TeardownBesideEndpoint", func(r reporter) {
+			must(r, "RetireRevision", f.d.RetireRevision(f.ctx(), revF))
+			must(r, "DeleteAgent", f.d.DeleteAgent(f.ctx(), f.agent))
+		}, func(r reporter) {
+			g.on(r).checkEndpoint(revG)
 		})
 		g.checkServing("after the other Agent's teardown", revG, true)
 		g.checkEndpoint(revG)

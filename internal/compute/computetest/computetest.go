@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,7 +123,8 @@ func Run(t *testing.T, h Harness) {
 // fixture is one case's driver, Namespace and Agent. Revisions made with
 // revision are retired in cleanup.
 type fixture struct {
-	t     *testing.T
+	t     *testing.T // the case's: Inspect hooks, cleanups
+	r     reporter   // what the helpers report to: t, or a concurrent step's
 	h     Harness
 	d     compute.Driver
 	caps  compute.Capabilities
@@ -144,7 +147,7 @@ func newFixture(t *testing.T, h Harness, newDriver func(*testing.T) compute.Driv
 	a.Name = shortName(a.ID)
 	caseCtx, cancel := context.WithTimeout(t.Context(), h.Timeout)
 	f := &fixture{
-		t: t, h: h, d: d, caps: d.Capabilities(), ns: ns, agent: a, cfgID: ids.New(ids.Configuration),
+		t: t, r: t, h: h, d: d, caps: d.Capabilities(), ns: ns, agent: a, cfgID: ids.New(ids.Configuration),
 		caseCtx: caseCtx,
 	}
 	t.Cleanup(f.cleanup)
@@ -158,33 +161,73 @@ func newFixture(t *testing.T, h Harness, newDriver func(*testing.T) compute.Driv
 func (f *fixture) sibling() *fixture {
 	a := compute.Agent{ID: ids.New(ids.Agent), NamespaceID: f.ns.ID}
 	a.Name = shortName(a.ID)
-	g := &fixture{t: f.t, h: f.h, d: f.d, caps: f.caps, ns: f.ns, agent: a, cfgID: ids.New(ids.Configuration), caseCtx: f.caseCtx}
+	g := &fixture{t: f.t, r: f.t, h: f.h, d: f.d, caps: f.caps, ns: f.ns, agent: a, cfgID: ids.New(ids.Configuration), caseCtx: f.caseCtx}
 	f.t.Cleanup(g.cleanupAgent)
 	return g
 }
 
-// on returns a copy of f that reports to t (a subtest), sharing f's
+// on returns a copy of f whose helpers report to r, sharing f's
 // revisions as they are now; revisions made on the copy are not retired
 // in cleanup.
-func (f *fixture) on(t *testing.T) *fixture {
+func (f *fixture) on(r reporter) *fixture {
 	c := *f
-	c.t = t
+	c.r = r
 	return &c
 }
 
-// parallel runs each step as a parallel subtest of t/name (first,
-// second, ...) and returns when all have ended.
-func parallel(t *testing.T, name string, steps ...func(t *testing.T)) {
+// reporter is what the fixture's helpers report failures to: the case's
+// *testing.T, or a concurrent step's stepReporter.
+type reporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// stepReporter collects the failures of one step that runs in a
+// goroutine of its own. Fatalf ends that goroutine (runtime.Goexit), as
+// t.Fatalf ends a test's; testing's own FailNow must not be called off
+// the test's goroutine.
+type stepReporter struct {
+	prefix string
+	mu     *sync.Mutex
+	errs   *[]string
+}
+
+func (s stepReporter) Helper() {}
+
+func (s stepReporter) Errorf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*s.errs = append(*s.errs, s.prefix+": "+fmt.Sprintf(format, args...))
+}
+
+func (s stepReporter) Fatalf(format string, args ...any) {
+	s.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// parallel runs the steps at once, each in a goroutine with its own
+// reporter (named name and the first, second, ... Agent), and returns
+// when all have ended; any failure fails the case there. (Parallel
+// subtests would wait for a slot of -test.parallel while the case holds
+// its gateways, which other cases, holding those slots, wait for.)
+func parallel(t *testing.T, name string, steps ...func(r reporter)) {
 	t.Helper()
 	ordinals := []string{"first", "second", "third", "fourth"}
-	t.Run(name, func(t *testing.T) {
-		for i, step := range steps {
-			t.Run(ordinals[i], func(t *testing.T) {
-				t.Parallel()
-				step(t)
-			})
-		}
-	})
+	var mu sync.Mutex
+	var errs []string
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		r := stepReporter{prefix: name + ", " + ordinals[i] + " Agent", mu: &mu, errs: &errs}
+		wg.Go(func() { step(r) })
+	}
+	wg.Wait()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if len(errs) > 0 {
+		t.FailNow()
+	}
 }
 
 // shortName is a DNS-label-safe name derived from an id: "ct-" and the
@@ -237,17 +280,17 @@ func (f *fixture) revision(n int64) compute.Revision {
 }
 
 func (f *fixture) ensureNamespace() {
-	f.t.Helper()
-	must(f.t, "EnsureNamespace", f.d.EnsureNamespace(f.ctx(), f.ns))
+	f.r.Helper()
+	must(f.r, "EnsureNamespace", f.d.EnsureNamespace(f.ctx(), f.ns))
 }
 
 // prepareOnce calls PrepareRevision once; Ready=false is fine but must
 // carry a PendingReason.
 func (f *fixture) prepareOnce(rev compute.Revision, rc compute.RevisionContext) compute.PrepareResult {
-	f.t.Helper()
+	f.r.Helper()
 	res, err := f.d.PrepareRevision(f.ctx(), rev, rc)
-	must(f.t, fmt.Sprintf("PrepareRevision(#%d)", rev.Number), err)
-	checkPending(f.t, rev, res)
+	must(f.r, fmt.Sprintf("PrepareRevision(#%d)", rev.Number), err)
+	checkPending(f.r, rev, res)
 	return res
 }
 
@@ -255,7 +298,7 @@ func (f *fixture) prepareOnce(rev compute.Revision, rc compute.RevisionContext) 
 // does: Ready=false and retryable errors mean "call again later", a
 // permanent error or the case's deadline ends the case.
 func (f *fixture) prepareReady(rev compute.Revision, rc compute.RevisionContext) {
-	f.t.Helper()
+	f.r.Helper()
 	ctx := f.ctx()
 	start, wait := time.Now(), 10*time.Millisecond
 	var last string
@@ -263,20 +306,20 @@ func (f *fixture) prepareReady(rev compute.Revision, rc compute.RevisionContext)
 		res, err := f.d.PrepareRevision(ctx, rev, rc)
 		switch p, permanent := compute.AsPermanent(err); {
 		case permanent:
-			f.t.Fatalf("PrepareRevision(#%d): permanent failure %s: %v", rev.Number, p.Code, err)
+			f.r.Fatalf("PrepareRevision(#%d): permanent failure %s: %v", rev.Number, p.Code, err)
 		case err != nil:
 			last = fmt.Sprintf("error %v", err)
 		case res.Ready:
 			return
 		default:
-			checkPending(f.t, rev, res)
+			checkPending(f.r, rev, res)
 			last = fmt.Sprintf("pending %s: %s", res.PendingReason, res.Message)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			f.t.Fatalf("PrepareRevision(#%d) not ready after %s (case deadline %s); last answer: %s",
+			f.r.Fatalf("PrepareRevision(#%d) not ready after %s (case deadline %s); last answer: %s",
 				rev.Number, time.Since(start).Round(time.Millisecond), f.h.Timeout, last)
 		case <-t.C:
 		}
@@ -286,27 +329,27 @@ func (f *fixture) prepareReady(rev compute.Revision, rc compute.RevisionContext)
 
 // activate prepares rev until ready and activates it.
 func (f *fixture) activate(rev compute.Revision, rc compute.RevisionContext) {
-	f.t.Helper()
+	f.r.Helper()
 	f.prepareReady(rev, rc)
-	must(f.t, fmt.Sprintf("ActivateRevision(#%d)", rev.Number), f.d.ActivateRevision(f.ctx(), rev, rc))
+	must(f.r, fmt.Sprintf("ActivateRevision(#%d)", rev.Number), f.d.ActivateRevision(f.ctx(), rev, rc))
 }
 
 // checkEndpoint checks Endpoint for rev against Capabilities.LiveFiles.
 func (f *fixture) checkEndpoint(rev compute.Revision) {
-	f.t.Helper()
+	f.r.Helper()
 	ep, err := f.d.Endpoint(f.ctx(), rev)
 	if !f.caps.LiveFiles {
 		if !errors.Is(err, compute.ErrNoEndpoint) {
-			f.t.Errorf("Endpoint(#%d) without LiveFiles = %+v, %v; want an error wrapping ErrNoEndpoint", rev.Number, ep, err)
+			f.r.Errorf("Endpoint(#%d) without LiveFiles = %+v, %v; want an error wrapping ErrNoEndpoint", rev.Number, ep, err)
 		}
 		return
 	}
 	if err != nil {
-		f.t.Errorf("Endpoint(#%d) with LiveFiles: %v", rev.Number, err)
+		f.r.Errorf("Endpoint(#%d) with LiveFiles: %v", rev.Number, err)
 		return
 	}
 	if msg := endpointProblem(ep); msg != "" {
-		f.t.Errorf("Endpoint(#%d) = %+v: %s", rev.Number, ep, msg)
+		f.r.Errorf("Endpoint(#%d) = %+v: %s", rev.Number, ep, msg)
 	}
 }
 
@@ -322,7 +365,7 @@ func (f *fixture) checkServing(what string, rev compute.Revision, want bool) {
 	}
 }
 
-func checkPending(t *testing.T, rev compute.Revision, res compute.PrepareResult) {
+func checkPending(t reporter, rev compute.Revision, res compute.PrepareResult) {
 	t.Helper()
 	if !res.Ready && res.PendingReason == "" {
 		t.Errorf("PrepareRevision(#%d) = %+v: not ready without a PendingReason", rev.Number, res)
@@ -330,7 +373,7 @@ func checkPending(t *testing.T, rev compute.Revision, res compute.PrepareResult)
 }
 
 // must fails the case on an error from a step that has to succeed.
-func must(t *testing.T, what string, err error) {
+func must(t reporter, what string, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -338,7 +381,7 @@ func must(t *testing.T, what string, err error) {
 }
 
 // check reports a difference between want and got.
-func check(t *testing.T, what string, want, got any) {
+func check(t reporter, what string, want, got any) {
 	t.Helper()
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
