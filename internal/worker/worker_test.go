@@ -521,6 +521,55 @@ func TestQueuedWorkWakesTheWorker(t *testing.T) {
 	})
 }
 
+// runHung runs f's worker until the test ends, with the driver's
+// PrepareRevision for agentID hanging until release is called (at most
+// once; the test's cleanup releases it before stopping Run, since a loop
+// held in the call returns only then). hung is closed when the call starts.
+func runHung(t *testing.T, ctx context.Context, f *fixture, d *fake.Driver, agentID string) (hung <-chan struct{}, release func()) {
+	t.Helper()
+	started, held := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	d.OnCall(func(c fake.Call) {
+		if c.AgentID == agentID && c.Method == fake.PrepareRevision {
+			once.Do(func() { close(started) })
+			<-held
+		}
+	})
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Worker.Run(wctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	release = sync.OnceFunc(func() { close(held) })
+	t.Cleanup(release) // runs first
+	return started, release
+}
+
+// awaitHung waits up to 30 s for runHung's call to start.
+func awaitHung(t *testing.T, hung <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-hung:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow Agent's PrepareRevision was never called")
+	}
+}
+
+// awaitState polls rev's deployment for 30 s until it is in state, and
+// fails with why otherwise.
+func awaitState(t *testing.T, ctx context.Context, f *fixture, rev store.Revision, state store.WorkState, why string) {
+	t.Helper()
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, rev).State == state, nil }); err != nil {
+		t.Fatalf("deployment %q after 30 s, want %q: %s", work(t, ctx, f, rev).State, state, why)
+	}
+}
+
 // TestConcurrentLoops: with two loops, an Agent whose driver call hangs
 // does not hold up another Agent's deployment, and once the call is
 // released both deployments succeed without the driver ever seeing two
@@ -532,52 +581,16 @@ func TestConcurrentLoops(t *testing.T) {
 		d := fake.New(fake.Options{})
 		f := newFixture(t, ctx, st, nil, d, worker.Options{Poll: time.Hour, Concurrency: 2, Logger: quietLogger()})
 		slow, quick := f.agent(t, "slow", false), f.agent(t, "quick", false)
-		hung, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		d.OnCall(func(c fake.Call) {
-			if c.AgentID == slow.ID && c.Method == fake.PrepareRevision {
-				once.Do(func() { close(hung) })
-				<-release
-			}
-		})
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- f.srv.Worker.Run(wctx) }()
-		defer func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
-		// Deferred after stopping Run, so it runs first: a loop held in the
-		// hung call returns only once the call is released.
-		defer func() {
-			select {
-			case <-release:
-			default:
-				close(release)
-			}
-		}()
+		hung, release := runHung(t, ctx, f, d, slow.ID)
 		slowRev := f.deploy(t, slow)
-		select {
-		case <-hung:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the slow Agent's PrepareRevision was never called")
-		}
+		awaitHung(t, hung)
 		quickRev := f.deploy(t, quick)
-		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, quickRev).State == store.WorkSucceeded, nil }); err != nil {
-			t.Fatalf("quick deployment %q after 30 s while the slow Agent's call hung: the loops did not run side by side",
-				work(t, ctx, f, quickRev).State)
-		}
+		awaitState(t, ctx, f, quickRev, store.WorkSucceeded, "the quick Agent's deployment waited behind the slow Agent's hung call: the loops did not run side by side")
 		if got := work(t, ctx, f, slowRev).State; got != store.WorkRunning {
 			t.Errorf("slow deployment while its call hangs: %q, want %q", got, store.WorkRunning)
 		}
-		close(release)
-		if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, slowRev).State == store.WorkSucceeded, nil }); err != nil {
-			t.Fatalf("slow deployment %q 30 s after its call was released", work(t, ctx, f, slowRev).State)
-		}
+		release()
+		awaitState(t, ctx, f, slowRev, store.WorkSucceeded, "the slow deployment did not finish once its call was released")
 		if v := d.Violations(); len(v) > 0 {
 			t.Errorf("driver contract violations: %q", v)
 		}
@@ -619,30 +632,9 @@ func TestIdleLoopsFindUnannouncedWork(t *testing.T) {
 		wrap := func(s store.Store) store.Store { return unwoken{Store: s, looks: &looks, empty: empty} }
 		f := newFixture(t, ctx, st, wrap, d, worker.Options{Poll: 50 * time.Millisecond, Concurrency: 2, Logger: quietLogger()})
 		slow, quick := f.agent(t, "slow", false), f.agent(t, "quick", false)
-		hung, release := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		d.OnCall(func(c fake.Call) {
-			if c.AgentID == slow.ID && c.Method == fake.PrepareRevision {
-				once.Do(func() { close(hung) })
-				<-release
-			}
-		})
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- f.srv.Worker.Run(wctx) }()
-		defer func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
-		defer close(release) // first: the hung loop returns only once released
+		hung, _ := runHung(t, ctx, f, d, slow.ID)
 		f.deploy(t, slow)
-		select {
-		case <-hung:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the slow Agent's PrepareRevision was never called")
-		}
+		awaitHung(t, hung)
 		// Only the other loop looks now. Its first look (the claiming
 		// loop wakes it) may already be over: wait for one after this
 		// point, which only a loop that polls makes.
@@ -656,11 +648,7 @@ func TestIdleLoopsFindUnannouncedWork(t *testing.T) {
 			t.Fatal("no loop looked at the queue in 30 s while one loop hung: the polling stopped with it")
 		}
 		quickRev := f.deploy(t, quick)
-		wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := testutil.Poll(wait, func() (bool, error) { return work(t, ctx, f, quickRev).State == store.WorkSucceeded, nil }); err != nil {
-			t.Fatalf("unannounced deployment %q after 30 s while the other loop hung: no idle loop was looking", work(t, ctx, f, quickRev).State)
-		}
+		awaitState(t, ctx, f, quickRev, store.WorkSucceeded, "work queued without a wake was not found while the other loop hung: no idle loop was looking")
 	})
 }
 
