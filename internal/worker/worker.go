@@ -146,9 +146,9 @@ func systemCtx(ctx context.Context) context.Context {
 // nothing to claim, one idle loop waits for the poll interval or a Wake,
 // whichever comes first, and the other idle loops for a Wake; a Wake
 // reaches one waiting loop, and a loop that claimed an item wakes the
-// next, so queued work spreads over idle loops at once. Store errors are logged and
-// retried after the poll interval (a Wake does not shorten that wait);
-// they never stop a loop.
+// next, so queued work spreads over idle loops at once. Store errors are
+// logged and retried after the poll interval (a Wake does not shorten
+// that wait); they never stop a loop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.o.Observer != nil {
 		w.o.Observer.WorkerLoops(w.o.Concurrency)
