@@ -212,8 +212,11 @@ const (
 	DefaultDatabaseMaxConnections = 20
 	MaxDatabaseMaxConnections     = 1000
 	// DefaultWorkerConcurrency lets a slow driver call (a stop waiting
-	// for its process, an image pull) hold up at most one of four loops;
-	// MaxWorkerConcurrency stays well under the default database pool.
+	// for its process, an image pull) hold up at most one of four loops.
+	// MaxWorkerConcurrency is a sanity bound. A loop holds a database
+	// connection only while it calls the store, never during a driver
+	// call, so loops beyond --database-max-connections wait for one at
+	// those moments rather than fail.
 	DefaultWorkerConcurrency  = 4
 	MaxWorkerConcurrency      = 64
 	DefaultListen             = "127.0.0.1:8080"
