@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/wirejson"
 )
 
 // maxDetailPath caps one detail's JSON pointer in a reply. A pointer repeats
@@ -44,8 +46,20 @@ const serverMessageOther = "The server could not complete the request; quote the
 // cannot be encoded (a channel, a NaN) becomes a logged 500 envelope rather
 // than a truncated 200. Errors writing to the connection are ignored: the
 // client has gone and there is no one left to tell.
+//
+// The most frequent replies (an Agent, the Agent and Namespace pages, the
+// audit page) are encoded by package wirejson into a pooled buffer, byte
+// for byte as encoding/json would encode them; everything else, and any
+// value wirejson declines, goes through encoding/json.
 func Write(w http.ResponseWriter, r *http.Request, status int, data any) {
 	id := requestIDFor(w, r)
+	bp := replyBuffers.Get().(*[]byte)
+	defer putReplyBuffer(bp)
+	if b, ok := wirejson.AppendEnvelope((*bp)[:0], data, id); ok {
+		*bp = b
+		writeBytes(w, id, status, b)
+		return
+	}
 	b, err := encode(apitypes.Envelope[any]{Data: data, Meta: apitypes.Meta{RequestID: id}})
 	if err != nil {
 		Logger(r.Context()).Error("response could not be encoded",
@@ -229,6 +243,23 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// replyBuffers holds the buffers of wirejson's replies. writeBytes has
+// handed a reply's bytes to the connection (copied or sent) when it
+// returns, so its buffer can go back then.
+var replyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledReply bounds the buffers kept for reuse: a reply of the largest
+// page (500 Agents, about 160 KB) fits, and a rare larger one does not pin
+// its memory in the pool.
+const maxPooledReply = 256 << 10
+
+func putReplyBuffer(bp *[]byte) {
+	if cap(*bp) <= maxPooledReply {
+		*bp = (*bp)[:0]
+		replyBuffers.Put(bp)
+	}
 }
 
 // encode marshals v without HTML escaping: replies are JSON for API

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
 )
 
@@ -40,6 +41,14 @@ func TestWrite(t *testing.T) {
 		{"created", http.StatusCreated, []int{1, 2}, `{"data":[1,2],"meta":{"requestId":"REQ"}}`},
 		{"nil data", http.StatusOK, nil, `{"data":null,"meta":{"requestId":"REQ"}}`},
 		{"no HTML escaping", http.StatusOK, "<a href='x'>&</a>", `{"data":"<a href='x'>&</a>","meta":{"requestId":"REQ"}}`},
+		// The wire types package wirejson encodes, through the pooled buffer
+		// (twice each: a reused buffer must not carry bytes over).
+		{"agent (wirejson)", http.StatusOK, wireAgent,
+			`{"data":{"id":"agt_1","namespaceId":"ns_1","name":"a<b>","configurationId":"cfg_1","status":"active","desiredRuntimeState":"running","createdAt":"2026-12-03T11:00:00Z","updatedAt":"2026-12-03T11:00:00.5+05:30"},"meta":{"requestId":"REQ"}}`},
+		{"agent page (wirejson)", http.StatusOK, apitypes.List[apitypes.Agent]{Items: []apitypes.Agent{}, NextCursor: "c"},
+			`{"data":{"items":[],"nextCursor":"c"},"meta":{"requestId":"REQ"}}`},
+		{"agent again (wirejson)", http.StatusCreated, wireAgent,
+			`{"data":{"id":"agt_1","namespaceId":"ns_1","name":"a<b>","configurationId":"cfg_1","status":"active","desiredRuntimeState":"running","createdAt":"2026-12-03T11:00:00Z","updatedAt":"2026-12-03T11:00:00.5+05:30"},"meta":{"requestId":"REQ"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,8 +75,17 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// wireAgent is an Agent, a type Write encodes with package wirejson.
+var wireAgent = apitypes.Agent{ID: "agt_1", NamespaceID: "ns_1", Name: "a<b>", ConfigurationID: "cfg_1",
+	Status: apitypes.AgentActive, DesiredRuntimeState: apitypes.RuntimeRunning,
+	CreatedAt: time.Date(2026, 12, 3, 11, 0, 0, 0, time.UTC),
+	UpdatedAt: time.Date(2026, 12, 3, 11, 0, 0, 5e8, time.FixedZone("", 5*3600+30*60))}
+
 func TestWriteUnencodable(t *testing.T) {
-	for _, data := range []any{make(chan int), math.NaN(), map[string]any{"f": func() {}}} {
+	// The last: a wire type wirejson declines (a year past 9999) is still
+	// refused, by encoding/json, as before.
+	for _, data := range []any{make(chan int), math.NaN(), map[string]any{"f": func() {}},
+		apitypes.Agent{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}} {
 		t.Run(fmt.Sprintf("%T", data), func(t *testing.T) {
 			w, logs := serve(func(w http.ResponseWriter, r *http.Request) { Write(w, r, http.StatusOK, data) },
 				httptest.NewRequest(http.MethodGet, "/x", nil))
