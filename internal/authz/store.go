@@ -33,7 +33,7 @@ var systemMethods = map[string]map[string]bool{
 	SystemWorker: set("GetInstallation", "GetNamespace", "ListNamespaces", "UpdateNamespaceStatus", "DeleteNamespace",
 		"GetConfiguration", "GetAgent", "ListAgents", "SetAgentRuntimeState", "DeleteAgent",
 		"GetRevision", "ListRevisions", "GetWork", "GetWorkByKey", "ClaimWork", "RenewWork", "RetryWork",
-		"FinishWork", "CancelAgentWork", "ActivateRevision",
+		"FinishWork", "CancelAgentWork", "ExpediteAgentWork", "ActivateRevision",
 		"GetWorkspaceSetup", "DeleteExpiredSessions", "AppendAuditEvent"),
 }
 

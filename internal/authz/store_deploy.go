@@ -197,6 +197,14 @@ func (w *Store) CancelAgentWork(ctx context.Context, namespaceID, agentID string
 	return w.inner.CancelAgentWork(ctx, namespaceID, agentID, kinds, now)
 }
 
+// ExpediteAgentWork is the worker's alone: a driver's readiness signal.
+func (w *Store) ExpediteAgentWork(ctx context.Context, namespaceID, agentID string, now time.Time) (int64, error) {
+	if err := w.gateSystemOnly(ctx, "ExpediteAgentWork"); err != nil {
+		return 0, err
+	}
+	return w.inner.ExpediteAgentWork(ctx, namespaceID, agentID, now)
+}
+
 func (w *Store) ActivateRevision(ctx context.Context, a store.Activation) error {
 	if err := w.gateSystemOnly(ctx, "ActivateRevision"); err != nil {
 		return err

@@ -199,6 +199,13 @@ type Store interface {
 	// given kinds, for example pending deployments when the Agent is
 	// deleted.
 	CancelAgentWork(ctx context.Context, namespaceID, agentID string, kinds []string, now time.Time) (int64, error)
+	// ExpediteAgentWork makes the Agent's queued items that wait for a
+	// later time available at now, and returns how many it changed: a
+	// Compute driver said the Agent's runtime may have become ready, so
+	// its pending readiness check need not wait out its backoff. Items
+	// already available, claimed or finished, and other Agents' items,
+	// are left alone; the order of one Agent's items is unchanged.
+	ExpediteAgentWork(ctx context.Context, namespaceID, agentID string, now time.Time) (int64, error)
 
 	// ActivateRevision is the activation transaction: it re-checks that
 	// the claim is still held and the Agent is active and wants to run,

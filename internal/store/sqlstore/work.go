@@ -272,6 +272,22 @@ func (s *Store) CancelAgentWork(ctx context.Context, namespaceID, agentID string
 	return total, nil
 }
 
+// ExpediteAgentWork makes the Agent's queued items due at now when they
+// were due later (store.Store's contract).
+func (s *Store) ExpediteAgentWork(ctx context.Context, namespaceID, agentID string, now time.Time) (int64, error) {
+	res, err := s.exec(ctx, `UPDATE controller_work SET available_at = ?, updated_at = ?
+		WHERE namespace_id = ? AND agent_id = ? AND state = 'queued' AND available_at > ?`,
+		s.t(now), s.t(now), namespaceID, agentID, s.t(now))
+	if err != nil {
+		return 0, s.dbErr("expedite agent work", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, s.dbErr("expedite agent work", err)
+	}
+	return n, nil
+}
+
 // ActivateRevision is the activation transaction. In order, with the rows
 // locked: the work item must still be claimed with a.ClaimToken and its
 // lease unexpired at a.Now; the Agent must be active with desired state

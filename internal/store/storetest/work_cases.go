@@ -346,6 +346,63 @@ var workCases = []testCase{
 			}
 		}
 	}},
+	{"Work/ExpediteAgentWork", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		cfg := f.configuration(f.namespace())
+		a, b := f.agent(cfg), f.agent(cfg)
+		// a's first item waits for a readiness recheck an hour away; its
+		// second is queued behind it; b's item waits too.
+		first := f.work(a, store.WorkRevisionDeploy)
+		second := f.work(a, store.WorkAgentStop)
+		other := f.work(b, store.WorkRevisionDeploy)
+		now := at(100)
+		later := now.Add(time.Hour)
+		for _, w := range []store.WorkItem{first, other} {
+			if got, ok := claimAt(t, h, "tok-"+w.ID, now); !ok || got.ID != w.ID {
+				t.Fatalf("ClaimWork = %s, %v; want %s", got.ID, ok, w.ID)
+			}
+			must(t, "RetryWork", h.Store.RetryWork(ctx(t), w.ID, "tok-"+w.ID, later,
+				store.WorkAttempt{Code: "AGENT_GATEWAY_UNAVAILABLE", Message: "not ready", At: now}))
+		}
+		if got, ok := claimAt(t, h, "tok-x", now.Add(time.Second)); ok {
+			t.Fatalf("claimed %s before anything was expedited", got.ID)
+		}
+
+		signal := now.Add(2 * time.Second)
+		n, err := h.Store.ExpediteAgentWork(ctx(t), a.NamespaceID, a.ID, signal)
+		must(t, "ExpediteAgentWork", err)
+		if n != 1 {
+			t.Errorf("ExpediteAgentWork = %d, want 1 (the waiting item; the second was already available)", n)
+		}
+		got, err := h.Store.GetWork(ctx(t), first.ID)
+		must(t, "GetWork", err)
+		if !got.AvailableAt.Equal(stored(signal)) || !got.UpdatedAt.Equal(stored(signal)) || got.State != store.WorkQueued {
+			t.Errorf("expedited item: state %s, available %v, updated %v; want queued, both %v",
+				got.State, got.AvailableAt, got.UpdatedAt, stored(signal))
+		}
+		for _, w := range []store.WorkItem{second, other} {
+			got, err := h.Store.GetWork(ctx(t), w.ID)
+			must(t, "GetWork", err)
+			if got.State != store.WorkQueued {
+				t.Errorf("item %s is %s after another item was expedited, want queued", w.ID, got.State)
+			}
+			if w.ID == other.ID && !got.AvailableAt.Equal(stored(later)) {
+				t.Errorf("the other Agent's item is available at %v, want %v", got.AvailableAt, stored(later))
+			}
+			if w.ID == second.ID && !got.AvailableAt.Equal(second.AvailableAt) {
+				t.Errorf("the queued-behind item moved to %v, want %v", got.AvailableAt, second.AvailableAt)
+			}
+		}
+		// The expedited item is claimed first; the one behind it waits for it.
+		if got, ok := claimAt(t, h, "tok-2", signal); !ok || got.ID != first.ID {
+			t.Fatalf("ClaimWork after ExpediteAgentWork = %s, %v; want %s", got.ID, ok, first.ID)
+		}
+		n, err = h.Store.ExpediteAgentWork(ctx(t), a.NamespaceID, a.ID, signal.Add(time.Second))
+		must(t, "ExpediteAgentWork of claimed work", err)
+		if n != 0 {
+			t.Errorf("ExpediteAgentWork of a claimed item and an available one = %d, want 0", n)
+		}
+	}},
 	{"Work/ConcurrentClaims", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		cfg := f.configuration(f.namespace())
