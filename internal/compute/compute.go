@@ -202,6 +202,18 @@ type Closer interface {
 	Close()
 }
 
+// ReadyNotifier is a driver that notices the moment an Agent's runtime may
+// have become ready: the local driver's supervisor, when its gateway
+// answers its first probe. The worker registers its callback once, when it
+// is created (a later registration replaces it), and rechecks that Agent's
+// pending work at once instead of at its readiness backoff (500 ms growing
+// to 5 s). A notice is a hint: notify never blocks and may be called from
+// any goroutine, and a missed or needless notice costs one backoff's wait
+// or one extra PrepareRevision, nothing else.
+type ReadyNotifier interface {
+	NotifyReady(notify func(namespaceID, agentID string))
+}
+
 // NamespaceReconciler is a driver that can bring an existing, ready
 // Namespace's backend objects in line with the current installation
 // configuration (for example the route-attachment label and the gateway

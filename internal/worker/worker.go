@@ -41,6 +41,11 @@ type Options struct {
 	Lease time.Duration
 	// Poll is the idle wait between empty claims (default 500ms).
 	Poll time.Duration
+	// Recheck is the first wait before a pending readiness check is
+	// repeated (default 500ms); it grows with the work's age (age/40) up
+	// to ten times Recheck. A driver's readiness notice
+	// (compute.ReadyNotifier) cuts it short.
+	Recheck time.Duration
 	// Concurrency is how many items Run works on at once (default 1),
 	// each in its own loop. Items of one Agent still run one at a time:
 	// the queue does not hand out an item while an older unfinished item
@@ -91,7 +96,18 @@ type Worker struct {
 	o      Options
 	wake   chan struct{} // Wake's signal to Run; one pending at most
 	poller chan struct{} // holds the polling role of Run's idle loops while no loop has it
+
+	// The driver's readiness notices (compute.ReadyNotifier): ready
+	// carries them to Run's expediter; noticed keeps each Agent's last
+	// one, so that an item whose step ends pending after a notice that
+	// came while it was claimed (when there was nothing queued to
+	// expedite) is rechecked at once too.
+	ready   chan readyNotice
+	mu      sync.Mutex
+	noticed map[string]time.Time // agent id → last notice
 }
+
+type readyNotice struct{ namespaceID, agentID string }
 
 // New returns a worker over the authorizing store st and driver d.
 func New(st store.Store, d compute.Driver, o Options) *Worker {
@@ -100,6 +116,9 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	}
 	if o.Poll == 0 {
 		o.Poll = 500 * time.Millisecond
+	}
+	if o.Recheck == 0 {
+		o.Recheck = 500 * time.Millisecond
 	}
 	if o.Concurrency < 1 {
 		o.Concurrency = 1
@@ -116,10 +135,77 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	w := &Worker{store: st, driver: d, o: o, wake: make(chan struct{}, 1), poller: make(chan struct{}, 1)}
+	w := &Worker{store: st, driver: d, o: o, wake: make(chan struct{}, 1), poller: make(chan struct{}, 1),
+		ready: make(chan readyNotice, readyBuffer), noticed: map[string]time.Time{}}
 	w.poller <- struct{}{}
+	if n, ok := d.(compute.ReadyNotifier); ok {
+		n.NotifyReady(w.notice)
+	}
 	return w
 }
+
+// readyBuffer bounds the readiness notices waiting for Run's expediter; a
+// notice beyond it is dropped (a hint: the backoff's recheck still comes).
+const readyBuffer = 256
+
+// notice is the driver's readiness callback: it records the notice and
+// hands it to Run's expediter, never blocking the driver.
+func (w *Worker) notice(namespaceID, agentID string) {
+	now := w.now()
+	w.mu.Lock()
+	for id, at := range w.noticed {
+		// A notice matters to an item claimed before it and still in its
+		// step; no step outlives CallTimeout.
+		if now.Sub(at) > w.o.CallTimeout {
+			delete(w.noticed, id)
+		}
+	}
+	w.noticed[agentID] = now
+	w.mu.Unlock()
+	select {
+	case w.ready <- readyNotice{namespaceID: namespaceID, agentID: agentID}:
+	default:
+	}
+}
+
+// noticedSince reports whether the driver said agentID may be ready at or
+// after t.
+func (w *Worker) noticedSince(agentID string, t time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.noticed[agentID]
+	return ok && !at.Before(t)
+}
+
+// expediter makes the Agent of each readiness notice due now
+// (store.ExpediteAgentWork) and wakes a loop when that changed an item,
+// until ctx ends. A failure is logged and costs the backoff's wait.
+func (w *Worker) expediter(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-w.ready:
+			w.expedite(ctx, n.namespaceID, n.agentID)
+		}
+	}
+}
+
+func (w *Worker) expedite(ctx context.Context, namespaceID, agentID string) {
+	ctx, cancel := context.WithTimeout(systemCtx(ctx), expediteTimeout)
+	defer cancel()
+	n, err := w.store.ExpediteAgentWork(ctx, namespaceID, agentID, w.now())
+	switch {
+	case err != nil:
+		w.o.Logger.Warn("worker: could not expedite work after a readiness notice", "agent", agentID, "error", err)
+	case n > 0:
+		w.o.Logger.Debug("worker: readiness notice; rechecking now", "agent", agentID, "items", n)
+		w.Wake()
+	}
+}
+
+// expediteTimeout bounds the store call of one readiness notice.
+const expediteTimeout = 5 * time.Second
 
 // Wake makes Run look for work now instead of at the end of its poll
 // wait: call it when work was queued (sqlstore's OnWorkQueued), so that a
@@ -158,6 +244,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for range w.o.Concurrency {
 		wg.Go(func() { w.loop(ctx) })
 	}
+	wg.Go(func() { w.expediter(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -373,6 +460,13 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 		}
 		err = w.store.RetryWork(ctx, item.ID, item.ClaimToken, now.Add(delay),
 			store.WorkAttempt{Code: out.code, Message: out.message, At: now})
+		// A readiness notice that came while the item was claimed found
+		// nothing queued to expedite. Looking only after the retry is
+		// stored leaves no gap: a notice after this look finds the item
+		// queued.
+		if err == nil && out.pending && w.noticedSince(item.AgentID, item.UpdatedAt) {
+			w.expedite(ctx, item.NamespaceID, item.AgentID)
+		}
 	}
 	if err != nil {
 		// Claim lost or store down: the lease expiry hands the item to the
@@ -397,12 +491,13 @@ func (w *Worker) observeEnd(item store.WorkItem, state store.WorkState, now time
 // when the worker stops.
 const releaseTimeout = 5 * time.Second
 
-// backoff: readiness is rechecked from 500 ms growing to 5 s with the age of
-// the work (age/40); errors back off exponentially from 1 s to 1 min.
+// backoff: readiness is rechecked after Recheck (500 ms) growing to ten
+// times that with the age of the work (age/40); errors back off
+// exponentially from 1 s to 1 min.
 func (w *Worker) backoff(item store.WorkItem, pending bool, now time.Time) time.Duration {
 	if pending {
 		d := now.Sub(item.CreatedAt) / 40
-		return min(max(d, 500*time.Millisecond), 5*time.Second)
+		return min(max(d, w.o.Recheck), 10*w.o.Recheck)
 	}
 	d := time.Second
 	for i := 1; i < item.Attempts && d < time.Minute; i++ {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -671,5 +672,110 @@ func TestIdleLoopsLookOncePerPoll(t *testing.T) {
 	got, most := looks.Load()-before, int64(loops+2*int(idle/poll))
 	if got > most {
 		t.Errorf("%d idle loops looked %d times in %s at a %s poll; want at most %d", loops, got, idle, poll, most)
+	}
+}
+
+// runWorker runs f's worker until the test ends.
+func runWorker(t *testing.T, ctx context.Context, f *fixture) {
+	t.Helper()
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Worker.Run(wctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// expediteCalls passes the store through and reports what each
+// ExpediteAgentWork call changed on n (dropped when n is full).
+type expediteCalls struct {
+	store.Store
+	n chan int64
+}
+
+// OnWorkQueued keeps the wake that server.New wires from sqlstore.
+func (e expediteCalls) OnWorkQueued(fn func()) {
+	e.Store.(interface{ OnWorkQueued(func()) }).OnWorkQueued(fn)
+}
+
+func (e expediteCalls) ExpediteAgentWork(ctx context.Context, namespaceID, agentID string, now time.Time) (int64, error) {
+	n, err := e.Store.ExpediteAgentWork(ctx, namespaceID, agentID, now)
+	if err == nil {
+		select {
+		case e.n <- n:
+		default:
+		}
+	}
+	return n, err
+}
+
+// TestReadinessNoticeRechecksAtOnce: a deployment whose first prepare was
+// pending, with the readiness recheck and the poll an hour away, succeeds
+// at once when the driver says the Agent may be ready, whether the notice
+// comes after the pending outcome was recorded (the item is queued and is
+// made due) or during the pending step itself (there is nothing queued to
+// make due then: the worker rechecks when it records the outcome); on both
+// engines. Without the notice each would wait out the hour.
+func TestReadinessNoticeRechecksAtOnce(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		name := "after the pending outcome"
+		if during {
+			name = "during the pending step"
+		}
+		t.Run(name, func(t *testing.T) {
+			testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+				ctx := testutil.Context(t)
+				d := fake.New(fake.Options{})
+				expedited := make(chan int64, 10)
+				wrap := func(s store.Store) store.Store { return expediteCalls{Store: s, n: expedited} }
+				f := newFixture(t, ctx, st, wrap, d, worker.Options{Poll: time.Hour, Recheck: time.Hour, Logger: quietLogger()})
+				a := f.agent(t, "starting-"+strconv.FormatBool(during), false)
+				d.PendingNext(1, "GATEWAY_STARTING")
+				var notified atomic.Bool
+				if during {
+					d.OnCall(func(c fake.Call) {
+						if c.AgentID == a.ID && c.Method == fake.PrepareRevision && notified.CompareAndSwap(false, true) {
+							if !d.Ready(a.NamespaceID, a.ID) {
+								t.Error("the worker registered no readiness callback")
+								return
+							}
+							// Hold the step until the notice's own attempt
+							// found nothing queued (the item is claimed).
+							select {
+							case n := <-expedited:
+								if n != 0 {
+									t.Errorf("ExpediteAgentWork during the step changed %d items, want 0", n)
+								}
+							case <-time.After(30 * time.Second):
+								t.Error("the readiness notice was not acted on in 30 s")
+							}
+						}
+					})
+				}
+				runWorker(t, ctx, f)
+				rev := f.deploy(t, a)
+				if !during {
+					wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+					defer cancel()
+					err := testutil.Poll(wait, func() (bool, error) {
+						w := work(t, ctx, f, rev)
+						return w.State == store.WorkQueued && w.LastAttempt != nil, nil
+					})
+					if err != nil {
+						t.Fatalf("deployment %+v: never recorded as pending", work(t, ctx, f, rev))
+					}
+					if !d.Ready(a.NamespaceID, a.ID) {
+						t.Fatal("the worker registered no readiness callback")
+					}
+				}
+				awaitState(t, ctx, f, rev, store.WorkSucceeded, "the readiness notice did not make the worker recheck before its 1 h backoff")
+				if got := work(t, ctx, f, rev).Attempts; got != 2 {
+					t.Errorf("attempts = %d, want 2 (pending, then ready)", got)
+				}
+			})
+		})
 	}
 }

@@ -106,9 +106,36 @@ type Driver struct {
 	hook       func(Call)
 	inflight   map[string][]inflight // by Agent id
 	nextCall   uint64
+	notify     func(namespaceID, agentID string)
 }
 
-var _ compute.Driver = (*Driver)(nil)
+var (
+	_ compute.Driver        = (*Driver)(nil)
+	_ compute.ReadyNotifier = (*Driver)(nil)
+)
+
+// NotifyReady registers the readiness callback (compute.ReadyNotifier).
+// The fake calls it only from Ready.
+func (d *Driver) NotifyReady(notify func(namespaceID, agentID string)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.notify = notify
+}
+
+// Ready tells the registered readiness callback that the Agent's runtime
+// may be ready, as a real driver does when its gateway first answers; a
+// test calls it where that would happen. It reports whether a callback was
+// registered. It may be called from an OnCall hook.
+func (d *Driver) Ready(namespaceID, agentID string) bool {
+	d.mu.Lock()
+	f := d.notify
+	d.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	f(namespaceID, agentID)
+	return true
+}
 
 // agent is what the fake keeps per Agent.
 type agent struct {

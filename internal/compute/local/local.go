@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -130,6 +131,8 @@ type Driver struct {
 	agents map[string]*agent // by agent id
 	closed bool
 	wg     sync.WaitGroup // supervisor goroutines
+
+	onReady atomic.Pointer[func(namespaceID, agentID string)] // NotifyReady's callback
 }
 
 var (
@@ -137,7 +140,25 @@ var (
 	_ compute.Recoverer  = (*Driver)(nil)
 	_ compute.Shutdowner = (*Driver)(nil)
 	_ compute.Closer     = (*Driver)(nil)
+
+	_ compute.ReadyNotifier = (*Driver)(nil)
 )
+
+// NotifyReady registers the callback told when a supervised gateway
+// answers its readiness probe, after starting or after it had stopped
+// answering (compute.ReadyNotifier). The supervisor calls it from its own
+// goroutine; it must not block.
+func (d *Driver) NotifyReady(notify func(namespaceID, agentID string)) {
+	d.onReady.Store(&notify)
+}
+
+// ready tells NotifyReady's callback, if any, that rev's gateway answers.
+// An adopted gateway whose revision is gone has no work to recheck.
+func (d *Driver) ready(rev revInfo) {
+	if f := d.onReady.Load(); f != nil && *f != nil && rev.NamespaceID != "" {
+		(*f)(rev.NamespaceID, rev.AgentID)
+	}
+}
 
 // New returns a driver over opts.DataDir. It creates the agents directory
 // but starts nothing; call Recover to re-attach to gateways left running
@@ -311,7 +332,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 	if err := ctx.Err(); err != nil {
 		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
 	}
-	s := d.startSupervisor(a, revInfo{ID: rev.ID, Number: rev.Number, ConfigPath: cfgPath}, port, nil)
+	s := d.startSupervisor(a, revInfo{ID: rev.ID, NamespaceID: rev.NamespaceID, AgentID: rev.AgentID, Number: rev.Number, ConfigPath: cfgPath}, port, nil)
 	return s.result()
 }
 
@@ -694,7 +715,7 @@ func (d *Driver) ensureServing(a *agent) {
 			return
 		}
 	}
-	d.startSupervisor(a, revInfo{ID: serving, Number: info.Number, ConfigPath: cfgPath}, port, nil)
+	d.startSupervisor(a, revInfo{ID: serving, NamespaceID: info.NamespaceID, AgentID: a.id, Number: info.Number, ConfigPath: cfgPath}, port, nil)
 	d.log.Info("local: starting the serving revision", "agent", a.id, "revision", serving)
 }
 

@@ -48,9 +48,11 @@ const (
 
 // revInfo is the revision a supervisor runs.
 type revInfo struct {
-	ID         string // "" for an adopted gateway whose revision is gone
-	Number     int64
-	ConfigPath string
+	ID          string // "" for an adopted gateway whose revision is gone
+	NamespaceID string // "" when ID is
+	AgentID     string
+	Number      int64
+	ConfigPath  string
 }
 
 // procHandle is one gateway process, started by us or adopted.
@@ -166,11 +168,11 @@ func (d *Driver) startSupervisor(a *agent, rev revInfo, port int, adopted *procH
 
 // adopt supervises a live gateway found through the pid file.
 func (d *Driver) adopt(a *agent, p *procHandle, pf pidFile) {
-	rev := revInfo{ID: pf.Revision}
+	rev := revInfo{ID: pf.Revision, AgentID: a.id}
 	if rev.ID != "" {
 		rev.ConfigPath = a.configPath(rev.ID)
-		if n, ok := a.revisionNumber(rev.ID); ok {
-			rev.Number = n
+		if info, err := a.readRevisionInfo(rev.ID); err == nil {
+			rev.Number, rev.NamespaceID = info.Number, info.NamespaceID
 		}
 	}
 	port := pf.Port
@@ -407,11 +409,13 @@ func (s *supervisor) watch(p *procHandle) outcome {
 			s.mu.Unlock()
 			s.d.log.Info("local: gateway ready", "agent", s.a.id, "revision", s.rev.ID, "pid", p.pid,
 				"port", s.port, "after", time.Since(s.startAt).Round(time.Millisecond))
+			s.d.ready(s.rev)
 		case !ready && time.Now().After(deadline):
 			return outcomeTimeout
 		case ready && ok:
 			if failedProbes >= unhealthyProbes {
 				s.setPhase(phaseReady)
+				s.d.ready(s.rev)
 			}
 			failedProbes, unhealthySince = 0, time.Time{}
 		case ready && !ok:
