@@ -256,15 +256,32 @@ func TestSecretsStayPrivate(t *testing.T) {
 }
 
 // TestRestartAfterCrash kills the gateway with SIGKILL; the supervisor
-// starts it again and it serves the same revision.
+// starts it again and it serves the same revision. Both starts are told to
+// the readiness callback (compute.ReadyNotifier), with the Agent's ids.
 func TestRestartAfterCrash(t *testing.T) {
 	t.Parallel()
 	rt := testRuntime(t)
 	acquireGateways(t, 1)
 	td := newTestDriver(t, rt, "", nil)
+	var mu sync.Mutex
+	var notices []string
+	td.NotifyReady(func(namespaceID, agentID string) {
+		mu.Lock()
+		defer mu.Unlock()
+		notices = append(notices, namespaceID+"/"+agentID)
+	})
+	noticesAre := func(n int, want string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(notices) == n && notices[n-1] == want
+		}
+	}
 	ta := newTestAgent()
 	rev := ta.revision(1, "")
 	waitReady(t, td, rev, compute.RevisionContext{}, startTimeout)
+	// The supervisor marks the gateway ready, then notifies.
+	testutil.Eventually(t, 5*time.Second, noticesAre(1, rev.NamespaceID+"/"+rev.AgentID), "one readiness notice for the Agent")
 	mustDo(t, "ActivateRevision", td.ActivateRevision(ctxT(t, time.Minute), rev, compute.RevisionContext{}))
 	pid1, _, ok := runningPID(td.dir, ta.agent.ID)
 	if !ok {
@@ -283,6 +300,7 @@ func TestRestartAfterCrash(t *testing.T) {
 		t.Fatalf("after the crash: pid %d (ok %t), want a new gateway (old %d)", pid2, ok, pid1)
 	}
 	t.Logf("restarted as pid %d: ready %s after the kill (%s of polling)", pid2, time.Since(crashed).Round(time.Millisecond), took.Round(time.Millisecond))
+	testutil.Eventually(t, 5*time.Second, noticesAre(2, rev.NamespaceID+"/"+rev.AgentID), "a second readiness notice after the restart")
 	if !isServing(td.dir, rev) {
 		t.Error("the revision is not serving after the restart")
 	}
