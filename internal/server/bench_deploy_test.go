@@ -78,8 +78,9 @@ func (h *readyLog) last() (time.Duration, int) {
 // gateway runs at a time: the next deployment starts once the last one's
 // gateway process has exited, so that no stop is part of a deployment's
 // time. The worker claims a deployment queued through its own server at
-// once (sqlstore's OnWorkQueued) and rechecks a starting gateway every
-// 500 ms; both waits are part of OCC's share.
+// once (sqlstore's OnWorkQueued) and rechecks a starting gateway when the
+// driver says it answers (compute.ReadyNotifier), else on its backoff
+// (500 ms at first); what either wait costs is part of OCC's share.
 //
 //	go test ./internal/server -run '^$' -bench LocalDeploy -benchtime 3x
 func BenchmarkLocalDeploy(b *testing.B) {
