@@ -498,15 +498,7 @@ func TestQueuedWorkWakesTheWorker(t *testing.T) {
 		case <-empty:
 		default:
 		}
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- f.srv.Worker.Run(wctx) }()
-		defer func() {
-			stop()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
+		runWorker(t, ctx, f)
 		select { // the worker found the queue empty: it now waits for an hour or a wake
 		case <-empty:
 		case <-time.After(30 * time.Second):
@@ -536,15 +528,7 @@ func runHung(t *testing.T, ctx context.Context, f *fixture, d *fake.Driver, agen
 			<-held
 		}
 	})
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.srv.Worker.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runWorker(t, ctx, f)
 	release = sync.OnceFunc(func() { close(held) })
 	t.Cleanup(release) // runs first
 	return started, release
