@@ -42,7 +42,14 @@ var cases = []testCase{
 	{name: "Revision/Lifecycle", running: true, run: func(t *testing.T, f *fixture) {
 		f.ensureNamespace()
 		rev := f.revision(1)
+		// A driver that gives readiness notices (compute.ReadyNotifier)
+		// must give one when a pending revision turns ready.
+		notices := f.recordReadyNotices()
+		first := f.prepareOnce(rev, compute.RevisionContext{})
 		f.prepareReady(rev, compute.RevisionContext{})
+		if notices != nil && !first.Ready {
+			notices.awaitNotice(t, rev)
+		}
 		// The worker prepares again after a crash or a lost lease; a
 		// ready revision must stay ready.
 		if res := f.prepareOnce(rev, compute.RevisionContext{}); !res.Ready {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -324,6 +325,52 @@ func (f *fixture) prepareReady(rev compute.Revision, rc compute.RevisionContext)
 		case <-t.C:
 		}
 		wait = min(2*wait, time.Second)
+	}
+}
+
+// readyNotices records a compute.ReadyNotifier's notices.
+type readyNotices struct {
+	mu  sync.Mutex
+	got []string // "namespace/agent"
+}
+
+// recordReadyNotices registers a recorder of the driver's readiness
+// notices when it is a compute.ReadyNotifier, and returns nil when it is
+// not.
+func (f *fixture) recordReadyNotices() *readyNotices {
+	n, ok := f.d.(compute.ReadyNotifier)
+	if !ok {
+		return nil
+	}
+	rn := &readyNotices{}
+	n.NotifyReady(func(namespaceID, agentID string) {
+		rn.mu.Lock()
+		defer rn.mu.Unlock()
+		rn.got = append(rn.got, namespaceID+"/"+agentID)
+	})
+	return rn
+}
+
+// awaitNotice waits up to 10 s for a notice about rev's Agent: the
+// runtime answered PrepareRevision Ready, so a notifier must have said so
+// (it may say so just after the state PrepareRevision reads changed).
+func (rn *readyNotices) awaitNotice(r reporter, rev compute.Revision) {
+	r.Helper()
+	want := rev.NamespaceID + "/" + rev.AgentID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rn.mu.Lock()
+		found, got := slices.Contains(rn.got, want), slices.Clone(rn.got)
+		rn.mu.Unlock()
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.Errorf("the ReadyNotifier sent no notice for %s within 10 s of PrepareRevision(#%d) turning Ready after it was pending (notices: %q)",
+				want, rev.Number, got)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
