@@ -69,12 +69,16 @@ type Driver struct {
 	mu     sync.Mutex
 	locks  map[string]chan struct{} // per Agent
 	portMu sync.Mutex
+
+	w *watchers // readiness notices (notice.go)
 }
 
 var (
 	_ compute.Driver    = (*Driver)(nil)
 	_ compute.Recoverer = (*Driver)(nil)
 	_ compute.Closer    = (*Driver)(nil)
+
+	_ compute.ReadyNotifier = (*Driver)(nil)
 )
 
 // New returns a driver for the daemon opts.Config.Host names (DOCKER_HOST
@@ -124,6 +128,7 @@ func New(opts Options) (*Driver, error) {
 			},
 		},
 		locks: map[string]chan struct{}{},
+		w:     newWatchers(),
 	}, nil
 }
 
@@ -136,8 +141,12 @@ func (d *Driver) Capabilities() compute.Capabilities {
 	return compute.Capabilities{WorkspaceSetup: true, LiveFiles: true}
 }
 
-// Close releases the engine client; the containers keep running.
-func (d *Driver) Close() { _ = d.c.Close() }
+// Close stops the readiness watchers and releases the engine client; the
+// containers keep running.
+func (d *Driver) Close() {
+	d.closeWatchers()
+	_ = d.c.Close()
+}
 
 // EnsureNamespace does nothing: a Namespace needs nothing on the engine.
 func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) error {
@@ -286,6 +295,7 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, rc compute.R
 		return compute.PrepareResult{}, fmt.Errorf("docker: start gateway of revision %s: %w", rev.ID, err)
 	}
 	d.log.Info("docker: gateway container started", "agent", rev.AgentID, "revision", rev.ID, "port", port)
+	d.watchReady(rev, port)
 	return compute.PrepareResult{PendingReason: PendingReason, Message: "the gateway container is starting"}, nil
 }
 
@@ -309,6 +319,7 @@ func (d *Driver) report(ctx context.Context, rev compute.Revision, id string, po
 			return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
 				fmt.Errorf("docker: the gateway of revision %s restarted %d times without becoming ready", rev.ID, res.Container.RestartCount))
 		}
+		d.watchReady(rev, port)
 		return pending("the gateway is starting"), nil
 	case st.ExitCode == exitConfigRefuse && res.Container.RestartCount >= 1:
 		return compute.PrepareResult{}, compute.Permanent(compute.CodeConfigurationInvalid,
@@ -317,6 +328,7 @@ func (d *Driver) report(ctx context.Context, rev compute.Revision, id string, po
 		return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
 			fmt.Errorf("docker: the gateway of revision %s exited %d times (last status %d)", rev.ID, res.Container.RestartCount, st.ExitCode))
 	case st.Restarting:
+		d.watchReady(rev, port)
 		return pending("the gateway container is restarting"), nil
 	case !start:
 		return pending("the gateway container is not running"), nil
@@ -329,6 +341,7 @@ func (d *Driver) report(ctx context.Context, rev compute.Revision, id string, po
 	if _, err := d.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return compute.PrepareResult{}, fmt.Errorf("docker: start gateway of revision %s: %w", rev.ID, err)
 	}
+	d.watchReady(rev, port)
 	return pending("the gateway container is starting again"), nil
 }
 
