@@ -20,6 +20,7 @@ import (
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/agentdir"
+	"github.com/openclaw/occ/internal/compute/readywatch"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -70,7 +71,9 @@ type Driver struct {
 	locks  map[string]chan struct{} // per Agent
 	portMu sync.Mutex
 
-	w *watchers // readiness notices (notice.go)
+	// watch runs the readiness watchers of starting gateways, for
+	// compute.ReadyNotifier: the driver keeps no supervisor.
+	watch *readywatch.Watchers
 }
 
 var (
@@ -128,7 +131,7 @@ func New(opts Options) (*Driver, error) {
 			},
 		},
 		locks: map[string]chan struct{}{},
-		w:     newWatchers(),
+		watch: readywatch.New(watchInterval, watchTimeout),
 	}, nil
 }
 
@@ -144,8 +147,25 @@ func (d *Driver) Capabilities() compute.Capabilities {
 // Close stops the readiness watchers and releases the engine client; the
 // containers keep running.
 func (d *Driver) Close() {
-	d.closeWatchers()
+	d.watch.Stop()
 	_ = d.c.Close()
+}
+
+// Readiness notices: while PrepareRevision answers pending for a gateway
+// container it started or found starting, a watcher (package readywatch)
+// probes its /readyz every watchInterval, for at most watchTimeout.
+const (
+	watchInterval = 250 * time.Millisecond
+	watchTimeout  = 5 * time.Minute
+)
+
+// NotifyReady registers the callback told when a starting gateway first
+// answers its readiness probe (compute.ReadyNotifier); it must not block.
+func (d *Driver) NotifyReady(notify func(namespaceID, agentID string)) { d.watch.SetNotify(notify) }
+
+// watchReady starts the watcher of rev's gateway on port.
+func (d *Driver) watchReady(rev compute.Revision, port int) {
+	d.watch.Watch(rev.NamespaceID, rev.AgentID, func(ctx context.Context) bool { return d.ready(ctx, port) })
 }
 
 // EnsureNamespace does nothing: a Namespace needs nothing on the engine.

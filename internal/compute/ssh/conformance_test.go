@@ -122,9 +122,9 @@ func runsRevision(dir string, rev compute.Revision) bool {
 }
 
 type logDriver struct {
-	compute.Driver
-	t    *testing.T
-	root string
+	*computessh.Driver // the concrete driver, so its optional interfaces (compute.ReadyNotifier) show
+	t                  *testing.T
+	root               string
 }
 
 func (l *logDriver) DeleteAgent(ctx context.Context, a compute.Agent) error {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/compute/agentdir"
+	"github.com/openclaw/occ/internal/compute/readywatch"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -63,13 +64,35 @@ type Driver struct {
 	mu     sync.Mutex
 	agents map[string]*agent
 	closed bool
+
+	// watch runs the readiness watchers of starting gateways, for
+	// compute.ReadyNotifier: the host's supervisor cannot call occ.
+	watch *readywatch.Watchers
 }
 
 var (
-	_ compute.Driver    = (*Driver)(nil)
-	_ compute.Recoverer = (*Driver)(nil)
-	_ compute.Closer    = (*Driver)(nil)
+	_ compute.Driver        = (*Driver)(nil)
+	_ compute.Recoverer     = (*Driver)(nil)
+	_ compute.Closer        = (*Driver)(nil)
+	_ compute.ReadyNotifier = (*Driver)(nil)
 )
+
+// Readiness notices: while PrepareRevision answers pending for a gateway
+// it started or found starting, a watcher (package readywatch) asks the
+// gateway's /readyz through the host's SSH connection every
+// watchInterval, for at most the configured ReadyTimeout.
+const watchInterval = 250 * time.Millisecond
+
+// NotifyReady registers the callback told when a starting gateway first
+// answers its readiness probe (compute.ReadyNotifier); it must not block.
+func (d *Driver) NotifyReady(notify func(namespaceID, agentID string)) { d.watch.SetNotify(notify) }
+
+// watchReady starts the watcher of rev's gateway on h's port. A probe
+// that answers before PrepareRevision would (it also checks that the
+// listener is the gateway's) costs the worker one recheck, no more.
+func (d *Driver) watchReady(rev compute.Revision, h *host, port int) {
+	d.watch.Watch(rev.NamespaceID, rev.AgentID, func(ctx context.Context) bool { return d.readyz(ctx, h, port) })
+}
 
 // agent is what the driver keeps in memory for one Agent: a lock held by
 // one verb at a time, the host it is placed on and its port (both stable
@@ -115,6 +138,7 @@ func New(o Options) (*Driver, error) {
 	d := &Driver{
 		cfg: cfg, log: o.Logger, binary: bin, binSum: sum, maxLog: o.MaxLogBytes,
 		auth: signer, hostKey: cb, agents: map[string]*agent{},
+		watch: readywatch.New(watchInterval, cfg.ReadyTimeout),
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
@@ -572,6 +596,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 		return compute.PrepareResult{}, err
 	}
 	a.startAt, a.started = time.Now(), rh
+	d.watchReady(rev, h, port)
 	return compute.PrepareResult{Ready: false, PendingReason: PendingReason, Message: "the gateway is starting"}, nil
 }
 
@@ -609,6 +634,7 @@ func (d *Driver) progress(ctx context.Context, a *agent, h *host, rev compute.Re
 	if st.alive && !st.owned {
 		msg = "the gateway is not listening on its port yet"
 	}
+	d.watchReady(rev, h, port)
 	return compute.PrepareResult{Ready: false, PendingReason: PendingReason, Message: msg}, nil, true
 }
 
@@ -1040,6 +1066,7 @@ func (d *Driver) Close() {
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
+	d.watch.Stop() // before the hosts: a watcher's probe uses their connections
 	for _, h := range d.hosts {
 		h.close()
 	}
