@@ -234,7 +234,9 @@ func systemCtx(ctx context.Context) context.Context {
 // reaches one waiting loop, and a loop that claimed an item wakes the
 // next, so queued work spreads over idle loops at once. Store errors are
 // logged and retried after the poll interval (a Wake does not shorten
-// that wait); they never stop a loop.
+// that wait); they never stop a loop. Beside the loops, Run acts on the
+// driver's readiness notices (compute.ReadyNotifier): the Agent's waiting
+// items are made due and a loop is woken.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.o.Observer != nil {
 		w.o.Observer.WorkerLoops(w.o.Concurrency)
