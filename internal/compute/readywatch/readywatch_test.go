@@ -103,15 +103,27 @@ func TestOneWatcherPerAgent(t *testing.T) {
 	}
 }
 
-// TestNoNotifyNoWatcher: without a callback, Watch starts nothing.
+// watching reports whether w runs a watcher for agentID.
+func watching(w *Watchers, agentID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.active[agentID]
+}
+
+// TestNoNotifyNoWatcher: without a callback, Watch starts nothing; with
+// one, the same call does.
 func TestNoNotifyNoWatcher(t *testing.T) {
 	w := New(time.Millisecond, time.Minute)
 	defer w.Stop()
-	var probes atomic.Int32
-	w.Watch("ns", "a", func(context.Context) bool { probes.Add(1); return true })
-	w.Stop()
-	if n := probes.Load(); n != 0 {
-		t.Errorf("probes without a callback = %d, want 0", n)
+	never := func(context.Context) bool { return false }
+	w.Watch("ns", "a", never)
+	if watching(w, "a") {
+		t.Error("Watch without a callback started a watcher")
+	}
+	w.SetNotify(newRecorder().notify)
+	w.Watch("ns", "a", never)
+	if !watching(w, "a") {
+		t.Error("Watch with a callback started no watcher")
 	}
 }
 
@@ -125,11 +137,13 @@ func TestStopAndTimeoutEndWatchers(t *testing.T) {
 	w := New(time.Millisecond, time.Hour)
 	w.SetNotify(r.notify)
 	w.Watch("ns", "a", never)
-	w.Stop()
-	var after atomic.Int32
-	w.Watch("ns", "b", func(context.Context) bool { after.Add(1); return true })
-	if n := after.Load(); n != 0 {
-		t.Errorf("a watcher started after Stop probed %d times", n)
+	w.Stop() // returns once a's watcher ended
+	if watching(w, "a") {
+		t.Error("a's watcher still runs after Stop returned")
+	}
+	w.Watch("ns", "b", never)
+	if watching(w, "b") {
+		t.Error("Watch after Stop started a watcher")
 	}
 
 	short := New(time.Millisecond, 20*time.Millisecond)
@@ -137,10 +151,8 @@ func TestStopAndTimeoutEndWatchers(t *testing.T) {
 	var probes atomic.Int32
 	short.Watch("ns", "c", func(context.Context) bool { probes.Add(1); return false })
 	deadline := time.Now().Add(30 * time.Second)
-	for { // the watcher ends at its timeout: then the Agent can be watched again
-		short.mu.Lock()
-		active := short.active["c"]
-		short.mu.Unlock()
+	for { // the watcher ends at its timeout
+		active := watching(short, "c")
 		if !active || time.Now().After(deadline) {
 			if active {
 				t.Fatal("the watcher was still running 30 s after its 20 ms timeout")
