@@ -31,6 +31,7 @@ const (
 	MetricWorkerQueueErrors  = "occ_worker_queue_depth_errors_total"
 	MetricWorkerLoops        = "occ_worker_loops"
 	MetricWorkerLoopsBusy    = "occ_worker_loops_busy"
+	MetricWorkerReadyNotices = "occ_worker_ready_notices_total"
 	MetricAuditWriteFailures = "occ_audit_write_failures_total"
 )
 
@@ -60,6 +61,7 @@ type Metrics struct {
 	queueErrors prometheus.Counter
 	loops       prometheus.Gauge
 	loopsBusy   prometheus.Gauge
+	notices     *prometheus.CounterVec // outcome
 
 	auditFailures *prometheus.CounterVec // kind
 }
@@ -112,13 +114,16 @@ func NewMetrics() *Metrics {
 			Help: "Loops this process's worker runs (--worker-concurrency); 0 when no worker runs in it."}),
 		loopsBusy: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricWorkerLoopsBusy,
 			Help: "Worker loops working on a claimed item now; equal to occ_worker_loops when every loop is busy."}),
+		notices: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricWorkerReadyNotices,
+			Help: "Compute driver readiness notices the worker acted on, by outcome (expedited: the Agent's waiting work was made due; none: nothing was waiting; dropped; error)."},
+			[]string{"outcome"}),
 		auditFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricAuditWriteFailures,
 			Help: "Audit events the store refused to write, by event kind. A mutation whose audit write fails is not committed; a denial's is only logged."},
 			[]string{"kind"}),
 	}
 	reg.MustRegister(m.httpRequests, m.httpDuration, m.httpInFlight, m.gwOps, m.gwDuration,
 		m.claims, m.leaseLosses, m.retries, m.finished, m.deployments, m.driverCalls, m.queueErrors,
-		m.loops, m.loopsBusy,
+		m.loops, m.loopsBusy, m.notices,
 		m.auditFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -260,6 +265,13 @@ func (m *Metrics) DeploymentFinished(driver, outcome string, d time.Duration) {
 func (m *Metrics) DriverCall(driver, call, outcome string, d time.Duration) {
 	if m != nil {
 		m.driverCalls.WithLabelValues(driver, call, outcome).Observe(d.Seconds())
+	}
+}
+
+// ReadyNotice implements worker.Observer.
+func (m *Metrics) ReadyNotice(outcome string) {
+	if m != nil {
+		m.notices.WithLabelValues(outcome).Inc()
 	}
 }
 

@@ -35,6 +35,7 @@ func exported(t *testing.T) map[string]bool {
 	m.DeploymentFinished("fake", "succeeded", time.Second)
 	m.DriverCall("fake", "EnsureNamespace", "ok", time.Millisecond)
 	m.AuditWriteFailed("mutation")
+	m.ReadyNotice("expedited")
 	names := map[string]bool{
 		// queue depth is a custom collector read at scrape time.
 		telemetry.MetricWorkerQueueDepth: true,

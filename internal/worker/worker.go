@@ -82,6 +82,11 @@ type Observer interface {
 	// final state), d after it was enqueued.
 	DeploymentFinished(driver, outcome string, d time.Duration)
 	DriverCall(driver, call, outcome string, d time.Duration)
+	// ReadyNotice: the worker acted on a driver's readiness notice
+	// (compute.ReadyNotifier): "expedited" (the Agent's waiting items were
+	// made due), "none" (nothing was waiting: the item was in its step,
+	// or due already), "dropped" (too many notices waiting) or "error".
+	ReadyNotice(outcome string)
 }
 
 // tracer starts this package's spans. It is the global provider's: a
@@ -165,6 +170,13 @@ func (w *Worker) notice(namespaceID, agentID string) {
 	select {
 	case w.ready <- readyNotice{namespaceID: namespaceID, agentID: agentID}:
 	default:
+		w.observeNotice("dropped")
+	}
+}
+
+func (w *Worker) observeNotice(outcome string) {
+	if w.o.Observer != nil {
+		w.o.Observer.ReadyNotice(outcome)
 	}
 }
 
@@ -198,9 +210,13 @@ func (w *Worker) expedite(ctx context.Context, namespaceID, agentID string) {
 	switch {
 	case err != nil:
 		w.o.Logger.Warn("worker: could not expedite work after a readiness notice", "agent", agentID, "error", err)
+		w.observeNotice("error")
 	case n > 0:
 		w.o.Logger.Debug("worker: readiness notice; rechecking now", "agent", agentID, "items", n)
+		w.observeNotice("expedited")
 		w.Wake()
+	default:
+		w.observeNotice("none")
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/telemetry"
 	"github.com/openclaw/occ/internal/testdb"
 	"github.com/openclaw/occ/internal/testutil"
 	"github.com/openclaw/occ/internal/worker"
@@ -673,6 +674,29 @@ func runWorker(t *testing.T, ctx context.Context, f *fixture) {
 	})
 }
 
+// readyNotices reads occ_worker_ready_notices_total by outcome.
+func readyNotices(t *testing.T, m *telemetry.Metrics) map[string]float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != telemetry.MetricWorkerReadyNotices {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] = s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
 // expediteCalls passes the store through and reports what each
 // ExpediteAgentWork call changed on n (dropped when n is full).
 type expediteCalls struct {
@@ -715,7 +739,8 @@ func TestReadinessNoticeRechecksAtOnce(t *testing.T) {
 				d := fake.New(fake.Options{})
 				expedited := make(chan int64, 10)
 				wrap := func(s store.Store) store.Store { return expediteCalls{Store: s, n: expedited} }
-				f := newFixture(t, ctx, st, wrap, d, worker.Options{Poll: time.Hour, Recheck: time.Hour, Logger: quietLogger()})
+				m := telemetry.NewMetrics()
+				f := newFixture(t, ctx, st, wrap, d, worker.Options{Poll: time.Hour, Recheck: time.Hour, Logger: quietLogger(), Observer: m})
 				a := f.agent(t, "starting-"+strconv.FormatBool(during), false)
 				d.PendingNext(1, "GATEWAY_STARTING")
 				var notified atomic.Bool
@@ -758,6 +783,20 @@ func TestReadinessNoticeRechecksAtOnce(t *testing.T) {
 				awaitState(t, ctx, f, rev, store.WorkSucceeded, "the readiness notice did not make the worker recheck before its 1 h backoff")
 				if got := work(t, ctx, f, rev).Attempts; got != 2 {
 					t.Errorf("attempts = %d, want 2 (pending, then ready)", got)
+				}
+				// The metric: one expedite that made the deployment due, and
+				// during the step first one that found nothing waiting.
+				want := map[string]float64{"expedited": 1}
+				if during {
+					want["none"] = 1
+				}
+				// (The expediter counts its "none" just after the store call
+				// the step waited for: poll briefly rather than race it.)
+				wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				_ = testutil.Poll(wait, func() (bool, error) { return cmp.Equal(want, readyNotices(t, m)), nil })
+				if diff := cmp.Diff(want, readyNotices(t, m)); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", telemetry.MetricWorkerReadyNotices, diff)
 				}
 			})
 		})
