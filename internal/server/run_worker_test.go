@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +21,8 @@ import (
 // TestRunWorkerConcurrency: --worker-concurrency reaches the worker of
 // "occ server" (server.Run) and of "occ worker" (server.RunWorker), as
 // their metrics listeners report: occ_worker_loops is the setting and no
-// loop is busy on an empty queue.
+// loop is busy on an empty queue. Both also return the binary's start-up
+// pages to the kernel once started, and log it (package pageout).
 func TestRunWorkerConcurrency(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -52,7 +54,8 @@ func TestRunWorkerConcurrency(t *testing.T) {
 			ctx, cancel := context.WithCancel(testutil.Context(t))
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { done <- tt.run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+			logs := &lockedBuffer{}
+			go func() { done <- tt.run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
 			want := []string{"occ_worker_loops " + strconv.Itoa(tt.loops), "occ_worker_loops_busy 0"}
 			testutil.Eventually(t, 60*time.Second, func() bool {
 				_, body := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
@@ -63,6 +66,11 @@ func TestRunWorkerConcurrency(t *testing.T) {
 				}
 				return true
 			}, "the metrics listener never reported %q", want)
+			if runtime.GOOS == "linux" { // MADV_PAGEOUT exists only there; CI is Linux
+				const line = `msg="start-up pages of the binary returned to the kernel" advisedMB=`
+				testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), line) },
+					"%s never logged %q; its log:\n%s", tt.name, line, logs)
+			}
 			cancel()
 			select {
 			case err := <-done:

@@ -382,6 +382,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		// Deployments wait in the queue until an "occ worker" claims them.
 		logger.Info("embedded worker off: deployments run only when an occ worker is running")
 	}
+	releaseStartupPages(logger)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -430,6 +431,7 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver, Metrics: obs.metrics,
 		Worker: worker.Options{Concurrency: cfg.WorkerConcurrency}})
 	logger.Info("occ worker running", "driver", srv.opts.Driver.ID(), "concurrency", cfg.WorkerConcurrency)
+	releaseStartupPages(logger)
 	return srv.Worker.Run(ctx)
 }
 
