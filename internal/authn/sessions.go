@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/argon2"
 
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
@@ -128,9 +127,8 @@ func NewSessions(st SessionStore, now func() time.Time, ttl time.Duration, publi
 
 // NewSessionsWith returns Sessions over st with o.
 //
-// It computes the dummy hash used for unknown emails on first use in the
-// process (one argon2 run), so that the first failed sign-in is not faster
-// than later ones.
+// It makes the dummy hash used for unknown emails on first use in the
+// process (random bytes, no argon2 run).
 func NewSessionsWith(st SessionStore, o SessionOptions) *Sessions {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -195,20 +193,24 @@ func (s *Sessions) Rotate(ctx context.Context, r *http.Request) {
 // CookieName is the name of the session cookie.
 func (s *Sessions) CookieName() string { return s.cookieName }
 
-// dummyHash is a hash of a random password with the current parameters.
-// Sign-in verifies against it when the email is unknown, so that an unknown
-// email costs the same argon2 work as a wrong password and response time
-// does not reveal which emails have accounts.
+// dummyHash is a password hash in the current parameters that no password
+// matches. Sign-in verifies against it when the email is unknown, so that
+// an unknown email costs the same argon2 work as a wrong password and
+// response time does not reveal which emails have accounts.
+//
+// Its salt and key are random bytes, not the hash of a random password:
+// verifying runs argon2 over the given password with the hash's salt and
+// parameters whatever the stored key is, so the work is the same, and a
+// random 256-bit key is matched by no password. Hashing a random password
+// here instead cost one more 64 MiB argon2 run at every start of the
+// process (docs/performance.md).
 var dummyHash = sync.OnceValue(func() string {
-	// Computed outside the hashing slots: it runs once per process, and a
-	// busy limiter must not make it fail.
-	salt := make([]byte, argonSaltLen)
-	if _, err := rand.Read(salt); err != nil {
+	b := make([]byte, argonSaltLen+argonKeyLen)
+	if _, err := rand.Read(b); err != nil {
 		// Only a failing random source gets here; Go treats that as fatal.
 		panic(fmt.Sprintf("authn: dummy hash: %v", err))
 	}
-	key := argon2.IDKey([]byte(GeneratePassword()), salt, argonTime, argonMemoryKiB, argonThreads, argonKeyLen)
-	return encodeHash(argonParams{memory: argonMemoryKiB, time: argonTime, threads: argonThreads}, salt, key)
+	return encodeHash(argonParams{memory: argonMemoryKiB, time: argonTime, threads: argonThreads}, b[:argonSaltLen], b[argonSaltLen:])
 })
 
 // signInMessage is the one answer to a failed sign-in, whatever the reason.

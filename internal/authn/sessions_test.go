@@ -216,11 +216,28 @@ func TestSignInFailures(t *testing.T) {
 	}
 }
 
-// Unknown emails are checked against a real hash with the current
-// parameters, so they cost what a wrong password costs.
+// Unknown emails are checked against a hash with the current parameters
+// (so verifying runs the same argon2 work as for a wrong password) that no
+// password matches.
 func TestDummyHashUsesCurrentParameters(t *testing.T) {
-	if !phcPattern.MatchString(dummyHash()) {
-		t.Errorf("dummyHash() = %q, want a hash with the default parameters", dummyHash())
+	d := dummyHash()
+	if !phcPattern.MatchString(d) {
+		t.Errorf("dummyHash() = %q, want a hash with the default parameters", d)
+	}
+	p, salt, key, err := parseHash(d)
+	if err != nil {
+		t.Fatalf("parseHash(dummyHash()): %v", err)
+	}
+	want := argonParams{memory: argonMemoryKiB, time: argonTime, threads: argonThreads}
+	if p != want || len(salt) != argonSaltLen || len(key) != argonKeyLen {
+		t.Errorf("dummy hash: params %+v, salt %d bytes, key %d bytes; want %+v, %d, %d",
+			p, len(salt), len(key), want, argonSaltLen, argonKeyLen)
+	}
+	for _, pw := range []string{"", alicePassword, "correct horse battery staple"} {
+		ok, err := verifyPassword(context.Background(), d, pw)
+		if err != nil || ok {
+			t.Errorf("verifyPassword(dummy, %q) = %v, %v; want false, nil", pw, ok, err)
+		}
 	}
 }
 
