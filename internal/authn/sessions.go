@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/ids"
