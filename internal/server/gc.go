@@ -66,8 +66,8 @@ func tuneMemoryLimit(logger *slog.Logger, source memlimit.Provider) {
 // that start-up touched (package pageout): once occ server is listening or
 // occ worker is about to run, what the process keeps resident of its 80 MB
 // binary is what it uses from then on, faulted back in on first use
-// (measured: file-backed RSS of an idle server 40-47 MB before, about 6-8
-// MB after; docs/performance.md). It changes nothing the process computes,
+// (measured: file-backed RSS of an idle server about 40 MB before, 8-18
+// MB two seconds after; docs/performance.md). It changes nothing the process computes,
 // so a kernel that refuses (before Linux 5.4, or not Linux) is logged and
 // ignored.
 func releaseStartupPages(logger *slog.Logger) {
