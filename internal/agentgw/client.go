@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -335,7 +335,7 @@ func (c *Client) runPooled(ctx context.Context, key poolKey, p *prepared, o oper
 			return nil, err
 		}
 		pc := &pconn{p: c.pool, key: key, fp: fp, s: s, hello: hello,
-			turns: make(chan struct{}, c.pool.opts.MaxInFlight), done: make(chan struct{}), pending: map[string]chan inFrame{}}
+			turns: make(chan struct{}, c.pool.opts.MaxInFlight), done: make(chan struct{}), pending: map[string]chan frame[filePayload]{}}
 		go pc.readLoop()
 		return pc, nil
 	}
@@ -389,6 +389,7 @@ type session struct {
 	conn *websocket.Conn
 	raw  *connRecorder
 	tr   *http.Transport
+	buf  []byte // readMessage's; used by the session's one reader at a time
 }
 
 // connRecorder keeps the TCP connections the HTTP transport dials for this
@@ -469,7 +470,7 @@ func (s *session) close() {
 // hello-ok. Every failure is Unavailable: nothing has been requested yet.
 func (s *session) handshake(ctx context.Context, p *prepared, version string) (*helloOK, error) {
 	for {
-		f, err := s.read(ctx)
+		f, err := readFrame[struct{}](ctx, s)
 		if err != nil {
 			return nil, unavailable(readReason(ctx, err, "handshake"), err)
 		}
@@ -508,7 +509,10 @@ func (s *session) handshake(ctx context.Context, p *prepared, version string) (*
 		return nil, unavailable(readReason(ctx, err, "handshake"), err)
 	}
 
-	res, err := s.await(ctx, connectID)
+	res, err := await[helloOK](ctx, s, connectID)
+	if errors.Is(err, errBadPayload) {
+		return nil, unavailable("handshake", errors.New("hello-ok does not decode"))
+	}
 	if err != nil {
 		return nil, unavailable(readReason(ctx, err, "handshake"), err)
 	}
@@ -518,10 +522,7 @@ func (s *session) handshake(ctx context.Context, p *prepared, version string) (*
 		}
 		return nil, unavailable("connect_refused", res.Error.gatewayError())
 	}
-	var hello helloOK
-	if err := json.Unmarshal(res.Payload, &hello); err != nil {
-		return nil, unavailable("handshake", errors.New("hello-ok does not decode"))
-	}
+	hello := res.Payload
 	if hello.Type != "hello-ok" || hello.Protocol != ProtocolVersion {
 		return nil, unavailable("handshake", fmt.Errorf("expected hello-ok for protocol %d", ProtocolVersion))
 	}
@@ -565,7 +566,7 @@ func (s *session) get(ctx context.Context, o operation) (File, error) {
 	if err := s.conn.Write(ctx, websocket.MessageText, data); err != nil {
 		return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
 	}
-	res, err := s.await(ctx, requestID)
+	res, err := await[filePayload](ctx, s, requestID)
 	if err != nil {
 		return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
 	}
@@ -573,7 +574,7 @@ func (s *session) get(ctx context.Context, o operation) (File, error) {
 }
 
 // getResult maps a get's answer.
-func getResult(res inFrame, o operation) (File, error) {
+func getResult(res frame[filePayload], o operation) (File, error) {
 	if !res.OK {
 		if res.Error == nil {
 			return File{}, unavailable("invalid_answer", errors.New("answer has neither payload nor error"))
@@ -592,11 +593,7 @@ func getResult(res inFrame, o operation) (File, error) {
 // the file's bytes while content is the gateway's UTF-8 decoding of them,
 // so a disagreement means the text is not the file (for example a binary
 // file decoded lossily) and must not be offered as a base for an edit.
-func parseGet(payload json.RawMessage, name string) (File, error) {
-	var p filePayload
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return File{}, errors.New("get answer does not decode")
-	}
+func parseGet(p filePayload, name string) (File, error) {
 	if p.File == nil {
 		return File{}, errors.New("get answer has no file")
 	}
@@ -639,7 +636,7 @@ func (s *session) set(ctx context.Context, o operation) (File, error) {
 		// Part of the frame, or all of it, may have reached the gateway.
 		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
 	}
-	res, err := s.await(ctx, requestID)
+	res, err := await[filePayload](ctx, s, requestID)
 	if err != nil {
 		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
 	}
@@ -648,7 +645,7 @@ func (s *session) set(ctx context.Context, o operation) (File, error) {
 
 // setResult maps a set's answer: answered errors were not applied;
 // anything unusable after the frame was sent is OutcomeUnknown.
-func setResult(res inFrame, o operation) (File, error) {
+func setResult(res frame[filePayload], o operation) (File, error) {
 	if !res.OK {
 		if res.Error == nil {
 			return File{}, outcomeUnknown("invalid_answer", errors.New("answer has neither payload nor error"))
@@ -682,11 +679,7 @@ func setError(w *wireError) error {
 // parseSet checks the acknowledgement. An acknowledgement that names
 // another file, reports the file missing, or echoes other content or a hash
 // of other content does not prove that this write was applied as sent.
-func parseSet(payload json.RawMessage, o operation) (File, error) {
-	var p filePayload
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return File{}, errors.New("set answer does not decode")
-	}
+func parseSet(p filePayload, o operation) (File, error) {
 	if p.OK != nil && !*p.OK {
 		return File{}, errors.New("set answer says ok:false")
 	}
@@ -710,38 +703,82 @@ func parseSet(payload json.RawMessage, o operation) (File, error) {
 	return File{Name: o.name, Content: o.content, Hash: hash, Size: int64(len(o.content))}, nil
 }
 
-// read returns the next frame.
-func (s *session) read(ctx context.Context) (inFrame, error) {
-	typ, data, err := s.conn.Read(ctx)
+// readMessage returns the next message's bytes, read into the session's
+// buffer (valid until the next read): what websocket.Conn.Read does, without
+// growing a new slice from 512 bytes for every frame. The connection's read
+// limit applies as with Read.
+func (s *session) readMessage(ctx context.Context) ([]byte, error) {
+	typ, r, err := s.conn.Reader(ctx)
 	if err != nil {
-		return inFrame{}, err
+		return nil, err
 	}
 	if typ != websocket.MessageText {
-		return inFrame{}, errMalformed
+		return nil, errMalformed
 	}
-	var f inFrame
-	if err := json.Unmarshal(data, &f); err != nil {
-		return inFrame{}, errMalformed
+	if s.buf == nil {
+		s.buf = make([]byte, 0, readBufferSize)
 	}
-	return f, nil
+	b := s.buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cap(b) <= maxKeptBuffer {
+		s.buf = b
+	}
+	return b, nil
 }
 
-// await returns the response with the given id. Events interleave freely
-// with responses and are skipped; so is a response to another id, which
-// this client never sends and therefore cannot be waiting for.
-func (s *session) await(ctx context.Context, id string) (inFrame, error) {
+// readBufferSize holds a hello-ok (about 16.5 KB) and a file answer of
+// the largest content; maxKeptBuffer bounds what a session keeps after a
+// larger message.
+const (
+	readBufferSize = 32 << 10
+	maxKeptBuffer  = 256 << 10
+)
+
+// readFrame returns the next frame, its payload decoded as P.
+func readFrame[P any](ctx context.Context, s *session) (frame[P], error) {
+	data, err := s.readMessage(ctx)
+	if err != nil {
+		return frame[P]{}, err
+	}
+	return decodeFrame[P](data)
+}
+
+// await returns the response with the given id, its payload decoded as P.
+// Events interleave freely with responses and are skipped; so is a
+// response to another id, which this client never sends and therefore
+// cannot be waiting for. A successful response whose payload is not a P is
+// errBadPayload.
+func await[P any](ctx context.Context, s *session, id string) (frame[P], error) {
 	for {
-		f, err := s.read(ctx)
+		f, err := readFrame[P](ctx, s)
 		if err != nil {
-			return inFrame{}, err
+			return frame[P]{}, err
 		}
 		if f.Type == "res" && f.ID == id {
+			if f.OK && f.badPayload {
+				return frame[P]{}, errBadPayload
+			}
 			return f, nil
 		}
 	}
 }
 
-var errMalformed = errors.New("frame is not a JSON text message")
+var (
+	errMalformed  = errors.New("frame is not a JSON text message")
+	errBadPayload = errors.New("answer's payload does not decode")
+)
 
 // readReason names a connection-level failure: the context first (a read
 // cut short by the deadline reports a closed connection), then the read
@@ -753,7 +790,7 @@ func readReason(ctx context.Context, err error, fallback string) string {
 	switch {
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		return "read_limit"
-	case errors.Is(err, errMalformed):
+	case errors.Is(err, errMalformed), errors.Is(err, errBadPayload):
 		return "invalid_answer"
 	}
 	return fallback

@@ -62,6 +62,8 @@ func TestFaults(t *testing.T) {
 		{"set malformed answer", methodSet, gwtest.FaultMalformed, unknown("invalid_answer")},
 		{"get hash of other bytes", methodGet, gwtest.FaultBadHash, unavailable("invalid_answer")},
 		{"set hash of other bytes", methodSet, gwtest.FaultBadHash, unknown("invalid_answer")},
+		{"get answer of another shape", methodGet, gwtest.FaultPayloadType, unavailable("invalid_answer")},
+		{"set answer of another shape", methodSet, gwtest.FaultPayloadType, unknown("invalid_answer")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -129,7 +129,7 @@ type pconn struct {
 
 	mu      sync.Mutex
 	next    uint64
-	pending map[string]chan inFrame
+	pending map[string]chan frame[filePayload]
 
 	// Guarded by p.mu.
 	suspect  bool // an operation got no answer on it: not reused
@@ -154,7 +154,7 @@ func (c *pconn) dead() bool {
 func (c *pconn) readLoop() {
 	defer close(c.done)
 	for {
-		f, err := c.s.read(context.Background())
+		f, err := readFrame[filePayload](context.Background(), c.s)
 		if err != nil {
 			c.err = err
 			return
@@ -174,11 +174,11 @@ func (c *pconn) readLoop() {
 
 // roundTrip sends one request frame and waits for its answer. sent reports
 // whether Write was called (from then on the gateway may have the frame).
-func (c *pconn) roundTrip(ctx context.Context, method string, params any) (f inFrame, sent bool, err error) {
+func (c *pconn) roundTrip(ctx context.Context, method string, params any) (f frame[filePayload], sent bool, err error) {
 	c.mu.Lock()
 	c.next++
 	id := "r" + strconv.FormatUint(c.next, 10)
-	ch := make(chan inFrame, 1)
+	ch := make(chan frame[filePayload], 1)
 	c.pending[id] = ch
 	c.mu.Unlock()
 	defer func() {
@@ -188,10 +188,10 @@ func (c *pconn) roundTrip(ctx context.Context, method string, params any) (f inF
 	}()
 	data, err := encodeFrame(reqFrame{Type: "req", ID: id, Method: method, Params: params})
 	if err != nil {
-		return inFrame{}, false, err
+		return frame[filePayload]{}, false, err
 	}
 	if c.dead() {
-		return inFrame{}, false, errPooledDead
+		return frame[filePayload]{}, false, errPooledDead
 	}
 	// The write is bounded by the operation's deadline but not ended by
 	// its cancellation (a client that went away): a write cut short closes
@@ -206,27 +206,37 @@ func (c *pconn) roundTrip(ctx context.Context, method string, params any) (f inF
 		defer cancel()
 	}
 	if err := c.s.conn.Write(wctx, websocket.MessageText, data); err != nil {
-		return inFrame{}, true, err
+		return frame[filePayload]{}, true, err
 	}
 	select {
 	case f := <-ch:
-		return f, true, nil
+		return answered(f)
 	case <-c.done:
 		// The answer may have been delivered just before the loop ended.
 		select {
 		case f := <-ch:
-			return f, true, nil
+			return answered(f)
 		default:
 		}
-		return inFrame{}, true, fmt.Errorf("pooled connection lost: %w", c.err)
+		return frame[filePayload]{}, true, fmt.Errorf("pooled connection lost: %w", c.err)
 	case <-ctx.Done():
 		// The gateway may still be busy with it, or stuck: the
 		// connection is not offered to another operation.
 		c.p.mu.Lock()
 		c.suspect = true
 		c.p.mu.Unlock()
-		return inFrame{}, true, ctx.Err()
+		return frame[filePayload]{}, true, ctx.Err()
 	}
+}
+
+// answered is roundTrip's result for the answer f: a successful answer
+// whose payload is not a file answer is errBadPayload, as on a connection
+// of its own.
+func answered(f frame[filePayload]) (frame[filePayload], bool, error) {
+	if f.OK && f.badPayload {
+		return frame[filePayload]{}, true, errBadPayload
+	}
+	return f, true, nil
 }
 
 var errPooledDead = errors.New("pooled connection was closed before the request was sent")

@@ -253,6 +253,32 @@ func TestPoolUnknownOutcome(t *testing.T) {
 	}
 }
 
+// TestPoolAnswerOfAnotherShape: on a pooled connection, an answer that is
+// JSON but not a file answer fails that operation as it does on a
+// connection of its own (a get Unavailable, a set OutcomeUnknown), and the
+// connection, still in step, carries the next operation.
+func TestPoolAnswerOfAnotherShape(t *testing.T) {
+	f, c, target := warmPool(t)
+	f.SetFault(methodGet, gwtest.FaultPayloadType)
+	f.SetFault(methodSet, gwtest.FaultPayloadType)
+	_, err := c.Get(testCtx(t), target, workspace.SoulMD)
+	if diff := cmp.Diff(unavailable("invalid_answer"), outcomeOf(err)); diff != "" {
+		t.Errorf("Get (-want +got):\n%s", diff)
+	}
+	_, err = c.Set(testCtx(t), target, workspace.SoulMD, "applied?\n", "")
+	if diff := cmp.Diff(unknown("invalid_answer"), outcomeOf(err)); diff != "" {
+		t.Errorf("Set (-want +got):\n%s", diff)
+	}
+	f.SetFault(methodGet, gwtest.FaultNone)
+	got, err := c.Get(testCtx(t), target, workspace.SoulMD)
+	if err != nil || got.Content != "applied?\n" {
+		t.Fatalf("Get after = %q, %v; want the applied content", got.Content, err)
+	}
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
+
 // TestPoolBounds: at most MaxConnections pooled connections (the idle one
 // used longest ago makes room), and an idle connection is closed after
 // IdleTimeout. The timeout is long enough that the three operations below

@@ -3,6 +3,7 @@ package agentgw
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -83,49 +84,87 @@ type setParams struct {
 	ExpectedHash string `json:"expectedHash,omitempty"`
 }
 
-// inFrame is any server frame; only the fields the client reads are
-// decoded (the hello-ok's presence and health blobs are skipped).
-type inFrame struct {
-	Type    string          `json:"type"`
-	ID      string          `json:"id"`
-	Event   string          `json:"event"`
-	OK      bool            `json:"ok"`
-	Payload json.RawMessage `json:"payload"`
-	Error   *wireError      `json:"error"`
+// frame is a server frame whose payload decodes as P in the same pass as
+// the envelope: P is the payload of the answer being awaited (a hello-ok of
+// about 16.5 KB, a file answer), so it is scanned once instead of being
+// kept raw and decoded again. Only the fields the client reads are decoded.
+// Frames that are not the awaited answer (events, such as ticks and
+// health) may carry a payload of another shape; decodeFrame keeps their
+// envelope and marks the payload, and await skips them.
+type frame[P any] struct {
+	Type    string     `json:"type"`
+	ID      string     `json:"id"`
+	Event   string     `json:"event"`
+	OK      bool       `json:"ok"`
+	Payload P          `json:"payload"`
+	Error   *wireError `json:"error"`
+	// badPayload: the payload is not a P (a JSON type mismatch under
+	// "payload"); Payload is then the zero P.
+	badPayload bool
+}
+
+// decodeFrame decodes one server frame. A frame that is not JSON, or whose
+// envelope or error has the wrong types, is errMalformed; a payload that
+// does not fit P only sets badPayload.
+func decodeFrame[P any](data []byte) (frame[P], error) {
+	var f frame[P]
+	err := json.Unmarshal(data, &f)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+	case errors.As(err, &te) && (te.Field == "payload" || strings.HasPrefix(te.Field, "payload.")):
+		// encoding/json reports only the first mismatch (and decodes the
+		// rest as best it can), so the envelope is checked again with the
+		// payload kept raw: rare (an event of another shape), and strict.
+		var env frame[json.RawMessage]
+		if json.Unmarshal(data, &env) != nil {
+			return frame[P]{}, errMalformed
+		}
+		f = frame[P]{Type: env.Type, ID: env.ID, Event: env.Event, OK: env.OK, Error: env.Error, badPayload: true}
+	default:
+		return frame[P]{}, errMalformed
+	}
+	return f, nil
 }
 
 type wireError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details struct {
-		Code         string `json:"code"`
-		Type         string `json:"type"`
-		Reason       string `json:"reason"`
-		MissingScope string `json:"missingScope"`
-		CurrentHash  string `json:"currentHash"`
-	} `json:"details"`
-	Retryable bool `json:"retryable"`
+	Code      string           `json:"code"`
+	Message   string           `json:"message"`
+	Details   wireErrorDetails `json:"details"`
+	Retryable bool             `json:"retryable"`
+}
+
+type wireErrorDetails struct {
+	Code         string `json:"code"`
+	Type         string `json:"type"`
+	Reason       string `json:"reason"`
+	MissingScope string `json:"missingScope"`
+	CurrentHash  string `json:"currentHash"`
 }
 
 type helloOK struct {
-	Type     string `json:"type"`
-	Protocol int    `json:"protocol"`
-	Auth     *struct {
-		Role   string   `json:"role"`
-		Scopes []string `json:"scopes"`
-	} `json:"auth"`
+	Type     string     `json:"type"`
+	Protocol int        `json:"protocol"`
+	Auth     *helloAuth `json:"auth"`
+}
+
+type helloAuth struct {
+	Role   string   `json:"role"`
+	Scopes []string `json:"scopes"`
 }
 
 // filePayload is the success payload of agents.files.get and .set.
 type filePayload struct {
-	OK      *bool `json:"ok"` // set only
-	Missing bool  `json:"missing"`
-	File    *struct {
-		Name    string  `json:"name"`
-		Missing bool    `json:"missing"`
-		Hash    string  `json:"hash"`
-		Content *string `json:"content"`
-	} `json:"file"`
+	OK      *bool      `json:"ok"` // set only
+	Missing bool       `json:"missing"`
+	File    *fileEntry `json:"file"`
+}
+
+type fileEntry struct {
+	Name    string  `json:"name"`
+	Missing bool    `json:"missing"`
+	Hash    string  `json:"hash"`
+	Content *string `json:"content"`
 }
 
 // GatewayError is an error the gateway answered, reduced to its

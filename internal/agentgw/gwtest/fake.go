@@ -45,6 +45,9 @@ const (
 	// FaultIgnoreClose answers properly, then stops reading, so the
 	// client's close handshake is never completed.
 	FaultIgnoreClose
+	// FaultPayloadType answers ok with a payload whose file is a string,
+	// not an object: JSON, but not a file answer. A set is applied.
+	FaultPayloadType
 )
 
 // HandshakeFault breaks the handshake.
@@ -250,9 +253,10 @@ func (g *FakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	// An unrelated event first: clients must wait for the challenge
-	// specifically, not for the first frame.
+	// Unrelated events first: clients must wait for the challenge
+	// specifically, not for the first frame, whatever its payload.
 	g.send(c, map[string]any{"type": "event", "event": "health", "payload": map[string]any{"ok": true}})
+	g.send(c, map[string]any{"type": "event", "event": "presence", "payload": []any{map[string]any{"host": "gwtest"}}})
 	g.send(c, map[string]any{"type": "event", "event": "connect.challenge",
 		"payload": map[string]any{"nonce": randomHex(16), "ts": time.Now().UnixMilli()}})
 
@@ -308,8 +312,10 @@ func (g *FakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		fault := g.faults[req.Method]
 		g.mu.Unlock()
-		// Events interleave with answers on the real gateway.
+		// Events interleave with answers on the real gateway; the second
+		// one's payload is no object, so it fits no answer's shape.
 		g.send(c, map[string]any{"type": "event", "event": "tick", "payload": map[string]any{"ts": time.Now().UnixMilli()}})
+		g.send(c, map[string]any{"type": "event", "event": "presence", "payload": []any{map[string]any{"host": "gwtest"}}})
 		if !g.handle(c, req, scopes, fault) {
 			return
 		}
@@ -409,6 +415,9 @@ func (g *FakeGateway) handle(c *websocket.Conn, req fakeReq, scopes []string, fa
 		if c, ok := file["content"].(string); ok {
 			file["hash"] = hashOf(c + "x")
 		}
+	case FaultPayloadType:
+		g.send(c, map[string]any{"type": "res", "id": req.ID, "ok": true, "payload": map[string]any{"file": p.Name}})
+		return true
 	}
 	payload := map[string]any{"agentId": "main", "workspace": "/fake/ws", "file": file}
 	if req.Method == "agents.files.set" {
