@@ -121,6 +121,8 @@ func (sqliteDialect) maxIdle() int { return 16 }
 //   - busy_timeout: wait for the write lock instead of failing.
 //   - synchronous=NORMAL: durable at checkpoints, safe against corruption
 //     with WAL; a power cut may lose the last transactions, not the file.
+//   - wal_autocheckpoint(0): no commit checkpoints; the Store does, in the
+//     background, about every second (checkpoint.go).
 //   - secure_delete: deleted content is overwritten with zeros, so cleared
 //     staged workspace files leave no bytes in free pages (see erase.go).
 //
@@ -132,6 +134,7 @@ func sqliteDSN(path string) string {
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(sqliteBusyTimeout.Milliseconds(), 10)+")")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "secure_delete(1)")
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	// url.URL renders "file:///abs/path?..." for an absolute path, which SQLite

@@ -66,3 +66,15 @@ func HoldWriteGateForTest(t testing.TB, s *Store) (release func()) {
 	}
 	return s.writers.release
 }
+
+// CommitCheckpointsForTest makes s checkpoint as SQLite does by default,
+// in the connection whose commit takes the WAL past 1,000 pages, instead of
+// in the background: the baseline of BenchmarkAppendAuditEvent. It stops
+// the checkpoint goroutine and keeps one connection, the one the pragma is
+// set on.
+func CommitCheckpointsForTest(ctx context.Context, s *Store) error {
+	s.stopCheckpoints()
+	s.db.SetMaxOpenConns(1)
+	_, err := s.db.ExecContext(ctx, `PRAGMA wal_autocheckpoint(1000)`)
+	return err
+}

@@ -59,6 +59,9 @@ type Store struct {
 	// copy whose transaction queued work, which is told after its commit.
 	queued   *workHooks
 	enqueued *bool
+	// checkpoints is the SQLite checkpoint goroutine (checkpoint.go),
+	// started by Open and stopped by Close; nil on PostgreSQL.
+	checkpoints *checkpointer
 }
 
 // writeGate makes this process's writers queue in Go, in arrival order,
@@ -219,6 +222,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{}}
 	if d.engine() == EngineSQLite {
 		st.writers = make(writeGate, 1)
+		st.startCheckpoints()
 	} else {
 		st.appends = make(writeGate, 1)
 	}
@@ -357,6 +361,7 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return errors.New("sqlstore: Close called on a transaction-bound store")
 	}
+	s.stopCheckpoints()
 	s.stmts.reset()
 	return s.db.Close()
 }

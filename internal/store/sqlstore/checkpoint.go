@@ -1,0 +1,83 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+)
+
+// This file: SQLite's WAL checkpoints, off the request path.
+//
+// By default SQLite checkpoints in the connection whose commit takes the
+// WAL past 1,000 pages: that commit then copies the WAL into occ.db and
+// syncs both files before it returns, 3-6 ms instead of about 0.1 ms, once
+// every few hundred audit appends (measured: docs/performance.md), which
+// is what a file PUT's p99 then shows. Every connection therefore runs with
+// wal_autocheckpoint(0) (sqliteDSN), and the owning Store runs a PASSIVE
+// checkpoint from a goroutine of its own every walCheckpointInterval. A
+// PASSIVE checkpoint takes no lock that readers or writers wait for; it
+// copies what no reader still needs.
+//
+// Failure semantics: nothing waits for a checkpoint. One that fails, or
+// cannot copy everything (a reader of an older snapshot), is retried at the
+// next tick; meanwhile the WAL holds the frames and reads stay correct.
+// With synchronous=NORMAL a checkpoint is also when the WAL is synced, so a
+// power cut loses at most the commits of about the last interval (with
+// SQLite's default, everything since the last 1,000 pages, however old).
+// The erasure checkpoint (erase.go) and SQLite's own at the last close
+// still run as before.
+
+// walCheckpointInterval is how often the store checkpoints (a variable for
+// tests).
+var walCheckpointInterval = time.Second
+
+// checkpointTimeout bounds one background checkpoint: it copies at most the
+// frames written since the last one, so only a disk that stopped answering
+// reaches it.
+const checkpointTimeout = 30 * time.Second
+
+// checkpointer is the owning Store's checkpoint goroutine.
+type checkpointer struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startCheckpoints starts s's checkpoint goroutine (SQLite only); Close
+// stops it.
+func (s *Store) startCheckpoints() {
+	c := &checkpointer{stop: make(chan struct{}), done: make(chan struct{})}
+	s.checkpoints = c
+	interval := walCheckpointInterval
+	go func() {
+		defer close(c.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), checkpointTimeout)
+				_ = s.checkpointPassive(ctx)
+				cancel()
+			}
+		}
+	}()
+}
+
+// stopCheckpoints stops the checkpoint goroutine and waits for it: a
+// checkpoint in progress finishes first.
+func (s *Store) stopCheckpoints() {
+	if s.checkpoints == nil {
+		return
+	}
+	close(s.checkpoints.stop)
+	<-s.checkpoints.done
+	s.checkpoints = nil
+}
+
+// checkpointPassive runs one PASSIVE checkpoint.
+func (s *Store) checkpointPassive(ctx context.Context) error {
+	var busy, logFrames, checkpointed int
+	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &checkpointed)
+	return s.dbErr("checkpoint", err)
+}
