@@ -80,7 +80,7 @@ fuzz:
 
 # Operations per measured row of `make bench`, and per side of the workspace files rows.
 BENCH_OPS ?= 2000
-BENCH_FILES_OPS ?= 200
+BENCH_FILES_OPS ?= 500
 BENCH_WORKER_OPS ?= 200
 
 ## bench: print the performance table of docs/performance.md (internal/bench/cmd): the API at
