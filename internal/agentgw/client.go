@@ -1,13 +1,13 @@
 package agentgw
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -718,20 +718,11 @@ func (s *session) readMessage(ctx context.Context) ([]byte, error) {
 	if s.buf == nil {
 		s.buf = make([]byte, 0, readBufferSize)
 	}
-	b := s.buf[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	buf := bytes.NewBuffer(s.buf[:0])
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
 	}
+	b := buf.Bytes()
 	if cap(b) <= maxKeptBuffer {
 		s.buf = b
 	}
