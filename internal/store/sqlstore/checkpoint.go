@@ -75,9 +75,19 @@ func (s *Store) stopCheckpoints() {
 	s.checkpoints = nil
 }
 
-// checkpointPassive runs one PASSIVE checkpoint.
+// checkpointPassive runs one PASSIVE checkpoint; one that could not copy
+// every frame is no error (the next tick copies the rest).
 func (s *Store) checkpointPassive(ctx context.Context) error {
-	var busy, logFrames, checkpointed int
-	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &checkpointed)
+	_, err := s.walCheckpoint(ctx, "PASSIVE")
 	return s.dbErr("checkpoint", err)
+}
+
+// walCheckpoint runs PRAGMA wal_checkpoint in mode (PASSIVE or TRUNCATE, a
+// constant of the caller's) and returns SQLite's busy flag: set when a
+// TRUNCATE checkpoint was kept from finishing (by a reader of an older
+// snapshot, past the busy timeout); a PASSIVE one never sets it.
+func (s *Store) walCheckpoint(ctx context.Context, mode string) (busy bool, err error) {
+	var b, logFrames, checkpointed int
+	err = s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&b, &logFrames, &checkpointed)
+	return b != 0, err
 }

@@ -71,12 +71,11 @@ func (s *Store) afterCommit(ctx context.Context, erased bool) {
 // for readers of older snapshots, copies every WAL frame into occ.db and
 // truncates occ.db-wal. A checkpoint that could not complete is an error.
 func (s *Store) checkpointTruncate(ctx context.Context) error {
-	var busy, logFrames, checkpointed int
-	err := s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &checkpointed)
+	busy, err := s.walCheckpoint(ctx, "TRUNCATE")
 	if err != nil {
 		return s.dbErr("checkpoint after erasing staged files", err)
 	}
-	if busy != 0 {
+	if busy {
 		return errBusyCheckpoint
 	}
 	return nil
