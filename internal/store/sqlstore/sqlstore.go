@@ -187,6 +187,9 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: resolve database path: %w", err)
 		}
+		if err := createPrivate(path); err != nil {
+			return nil, err
+		}
 		d, dsn, display = sqliteDialect{}, sqliteDSN(path), path
 	case strings.HasPrefix(lowerURL, "postgres://"), strings.HasPrefix(lowerURL, "postgresql://"):
 		var err error
@@ -198,6 +201,9 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	case strings.HasPrefix(lowerURL, "sqlite:"), strings.HasPrefix(lowerURL, "file:"):
 		path, err := sqlitePath(databaseURL)
 		if err != nil {
+			return nil, err
+		}
+		if err := createPrivate(path); err != nil {
 			return nil, err
 		}
 		d, dsn, display = sqliteDialect{}, sqliteDSN(path), path
@@ -227,6 +233,23 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		st.appends = make(writeGate, 1)
 	}
 	return st, nil
+}
+
+// createPrivate creates the SQLite database file with mode 0600 when it
+// does not exist yet. SQLite would create it with 0644 (less the umask),
+// and it gives the WAL and shared-memory files the database file's mode;
+// the file holds password and key hashes and staged workspace files, so
+// none of the three may be readable by others, whatever the directory's
+// mode. An existing file keeps its mode (docs/reliability.md).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlstore: create database file: %w", err)
+	}
+	return f.Close()
 }
 
 // sqlitePath extracts the file path from a sqlite: or file: URL.

@@ -1,0 +1,84 @@
+package sqlstore_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/store/sqlstore"
+)
+
+// TestNewDatabaseFilesArePrivate: a database the store creates, and the
+// WAL and shared-memory files SQLite makes beside it, are 0600 under a
+// umask of 022, through the data directory and through a sqlite:/// URL,
+// even in a directory others can read. An existing file keeps its mode.
+func TestNewDatabaseFilesArePrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	ctx := context.Background()
+	// open opens and migrates a store, closed when the test ends: while it
+	// is open (as occ server holds it) the WAL and shared-memory files
+	// exist, and the migrations have written to them.
+	open := func(t *testing.T, url, dir string) {
+		t.Helper()
+		s, err := sqlstore.Open(ctx, url, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	modes := func(t *testing.T, db string) map[string]fs.FileMode {
+		t.Helper()
+		got := map[string]fs.FileMode{}
+		for _, f := range []string{db, db + "-wal", db + "-shm"} {
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[filepath.Base(f)] = fi.Mode().Perm()
+		}
+		return got
+	}
+	private := map[string]fs.FileMode{"occ.db": 0o600, "occ.db-wal": 0o600, "occ.db-shm": 0o600}
+
+	t.Run("data directory", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		open(t, "", dir)
+		if diff := cmp.Diff(private, modes(t, filepath.Join(dir, sqlstore.DefaultSQLiteFile))); diff != "" {
+			t.Errorf("modes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("sqlite URL", func(t *testing.T) {
+		db := filepath.Join(t.TempDir(), "occ.db")
+		open(t, "sqlite://"+db, "")
+		if diff := cmp.Diff(private, modes(t, db)); diff != "" {
+			t.Errorf("modes (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("existing file keeps its mode", func(t *testing.T) {
+		dir := t.TempDir()
+		db := filepath.Join(dir, sqlstore.DefaultSQLiteFile)
+		if err := os.WriteFile(db, nil, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		open(t, "", dir)
+		fi, err := os.Stat(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o640 {
+			t.Errorf("mode %o, want the existing 0640", fi.Mode().Perm())
+		}
+	})
+}
