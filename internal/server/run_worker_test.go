@@ -118,3 +118,79 @@ func scrapeStatus(url string) (int, string) {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	return resp.StatusCode, string(b)
 }
+
+// TestRunWarnsOfExposedDatabaseFiles: occ server and occ worker log a
+// warning naming the SQLite database file, with its mode, when other users
+// may read it (a database made before new ones were created 0600), and
+// start all the same; a private database gets no warning.
+func TestRunWarnsOfExposedDatabaseFiles(t *testing.T) {
+	const warning = "database file is accessible to other users"
+	for _, tt := range []struct {
+		name string
+		run  func(context.Context, config.Config, *slog.Logger) error
+		mode os.FileMode
+		want string // the mode the warning names; "" for no warning
+	}{
+		{"occ server, 0644", server.Run, 0o644, "0644"},
+		{"occ server, 0640", server.Run, 0o640, "0640"},
+		{"occ server, 0600", server.Run, 0o600, ""},
+		{"occ worker, 0604", server.RunWorker, 0o604, "0604"},
+		{"occ worker, 0600", server.RunWorker, 0o600, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pw := filepath.Join(dir, "pw")
+			if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Default()
+			cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), testutil.FreeAddr(t)
+			cfg.PublicOrigin = "http://" + cfg.Listen
+			cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
+			cfg.ShutdownTimeout = 5 * time.Second
+			runUntilReady(t, cfg) // creates and migrates the database, 0600
+			db := filepath.Join(cfg.DataDir, "occ.db")
+			if err := os.Chmod(db, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			cfg.MetricsListen = testutil.FreeAddr(t)
+			ctx, cancel := context.WithCancel(testutil.Context(t))
+			defer cancel()
+			done := make(chan error, 1)
+			logs := &lockedBuffer{}
+			go func() { done <- tt.run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
+			// Both serve metrics once started; the warning comes before.
+			testutil.Eventually(t, 60*time.Second, func() bool {
+				code, _ := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
+				return code == 200
+			}, "%s never served its metrics", tt.name)
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s: %v", tt.name, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s did not stop within 30 s of its context ending", tt.name)
+			}
+			var dbWarning bool
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if !strings.Contains(line, warning) {
+					continue
+				}
+				if tt.want == "" {
+					t.Errorf("a warning for a private database: %s", line)
+				}
+				if strings.Contains(line, "path="+db+" ") {
+					dbWarning = true
+					if !strings.Contains(line, "mode="+tt.want) {
+						t.Errorf("the warning names another mode than %s: %s", tt.want, line)
+					}
+				}
+			}
+			if tt.want != "" && !dbWarning {
+				t.Errorf("no warning naming %s; the log:\n%s", db, logs)
+			}
+		})
+	}
+}

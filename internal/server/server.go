@@ -292,6 +292,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return err
 	}
 	defer obs.close(logger)
+	warnExposedFiles(st, logger)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -406,6 +407,24 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	return nil
 }
 
+// warnExposedFiles logs a warning for each SQLite database file that
+// other users may read or write (sqlstore.ExposedFiles). It warns rather
+// than refuses to start: the operator may have given a group access on
+// purpose (a backup account), and refusing would stop an installation
+// whose database predates the 0600 default. A file it cannot examine is
+// warned about too; starting goes on.
+func warnExposedFiles(st *sqlstore.Store, logger *slog.Logger) {
+	files, err := st.ExposedFiles()
+	if err != nil {
+		logger.Warn("could not check the database files' permissions", "error", err)
+		return
+	}
+	for _, f := range files {
+		logger.Warn("database file is accessible to other users: it holds password and key hashes and staged files; run chmod 600 on it",
+			"path", f.Path, "mode", fmt.Sprintf("%04o", uint32(f.Mode)))
+	}
+}
+
 // RunWorker runs only the deployment worker against the configured
 // database until ctx ends, for deployments that split API and worker
 // replicas. It does not migrate: run "occ migrate" (or an "occ server")
@@ -423,6 +442,7 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer obs.close(logger)
+	warnExposedFiles(st, logger)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/testdb"
 )
 
 // TestNewDatabaseFilesArePrivate: a database the store creates, and the
@@ -79,6 +80,65 @@ func TestNewDatabaseFilesArePrivate(t *testing.T) {
 		}
 		if fi.Mode().Perm() != 0o640 {
 			t.Errorf("mode %o, want the existing 0640", fi.Mode().Perm())
+		}
+	})
+}
+
+// TestExposedFiles: the database files whose mode gives the group or other
+// users any access are reported with their modes; the owner's own bits
+// never count, and PostgreSQL has no files to report.
+func TestExposedFiles(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		db, wal fs.FileMode
+		want    []sqlstore.ExposedFile // paths relative to the data directory
+	}{
+		{name: "private", db: 0o600, wal: 0o600},
+		{name: "owner execute is still private", db: 0o700, wal: 0o600},
+		{name: "readable by all", db: 0o644, wal: 0o600,
+			want: []sqlstore.ExposedFile{{Path: "occ.db", Mode: 0o644}}},
+		{name: "group read", db: 0o640, wal: 0o600,
+			want: []sqlstore.ExposedFile{{Path: "occ.db", Mode: 0o640}}},
+		{name: "others write only", db: 0o602, wal: 0o600,
+			want: []sqlstore.ExposedFile{{Path: "occ.db", Mode: 0o602}}},
+		{name: "the WAL file", db: 0o600, wal: 0o604,
+			want: []sqlstore.ExposedFile{{Path: "occ.db-wal", Mode: 0o604}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := sqlstore.Open(ctx, "", dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(dir, sqlstore.DefaultSQLiteFile)
+			if err := os.Chmod(db, tt.db); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(db+"-wal", tt.wal); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.ExposedFiles()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []sqlstore.ExposedFile
+			for _, f := range tt.want {
+				want = append(want, sqlstore.ExposedFile{Path: filepath.Join(dir, f.Path), Mode: f.Mode})
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("ExposedFiles (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("postgres", func(t *testing.T) {
+		got, err := testdb.Postgres(t).ExposedFiles()
+		if err != nil || got != nil {
+			t.Errorf("ExposedFiles on PostgreSQL = %v, %v; want none", got, err)
 		}
 	})
 }

@@ -62,6 +62,8 @@ type Store struct {
 	// checkpoints is the SQLite checkpoint goroutine (checkpoint.go),
 	// started by Open and stopped by Close; nil on PostgreSQL.
 	checkpoints *checkpointer
+	// path is the SQLite database file; empty on PostgreSQL.
+	path string
 }
 
 // writeGate makes this process's writers queue in Go, in arrival order,
@@ -174,6 +176,8 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		display  string   // what error messages may say about the target
 		secrets  []string // strings that must never appear in an error
 		lowerURL = strings.ToLower(databaseURL)
+		// sqliteFile is the SQLite database file; empty on PostgreSQL.
+		sqliteFile string
 	)
 	switch {
 	case databaseURL == "":
@@ -190,7 +194,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		if err := createPrivate(path); err != nil {
 			return nil, err
 		}
-		d, dsn, display = sqliteDialect{}, sqliteDSN(path), path
+		d, dsn, display, sqliteFile = sqliteDialect{}, sqliteDSN(path), path, path
 	case strings.HasPrefix(lowerURL, "postgres://"), strings.HasPrefix(lowerURL, "postgresql://"):
 		var err error
 		display, secrets, err = redactPostgresURL(databaseURL)
@@ -206,7 +210,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		if err := createPrivate(path); err != nil {
 			return nil, err
 		}
-		d, dsn, display = sqliteDialect{}, sqliteDSN(path), path
+		d, dsn, display, sqliteFile = sqliteDialect{}, sqliteDSN(path), path, path
 	default:
 		return nil, fmt.Errorf("sqlstore: unsupported database URL scheme %q: use postgres://, postgresql://, sqlite:///path or file:path",
 			urlScheme(databaseURL))
@@ -225,7 +229,8 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
 		}
 	}
-	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{}}
+	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{},
+		path: sqliteFile}
 	if d.engine() == EngineSQLite {
 		st.writers = make(writeGate, 1)
 		st.startCheckpoints()
@@ -250,6 +255,41 @@ func createPrivate(path string) error {
 		return fmt.Errorf("sqlstore: create database file: %w", err)
 	}
 	return f.Close()
+}
+
+// ExposedFile is a database file that users other than its owner may
+// read or write.
+type ExposedFile struct {
+	Path string
+	Mode fs.FileMode // the permission bits
+}
+
+// ExposedFiles returns the SQLite database file and its WAL and
+// shared-memory files (those that exist) whose permissions give the
+// file's group or other users any access; none on PostgreSQL. Open
+// creates a new database 0600 and SQLite gives the other two the
+// database's mode, but a database made before that, or copied in with a
+// looser mode, keeps it: those files hold password and key hashes and
+// the staged persona files, so the caller warns (occ server and occ
+// worker log each one). A file that cannot be examined is an error.
+func (s *Store) ExposedFiles() ([]ExposedFile, error) {
+	if s.path == "" {
+		return nil, nil
+	}
+	var out []ExposedFile
+	for _, p := range []string{s.path, s.path + "-wal", s.path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: examine database file: %w", err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			out = append(out, ExposedFile{Path: p, Mode: perm})
+		}
+	}
+	return out, nil
 }
 
 // sqlitePath extracts the file path from a sqlite: or file: URL.
