@@ -228,6 +228,9 @@ func (d *Driver) openclaw() string {
 
 func unitName(agentID string) string { return "occ-gateway-" + agentdir.Hash(agentID) + ".service" }
 
+// systemdUnitDir is where scriptSystemdStart installs the units.
+const systemdUnitDir = "/etc/systemd/system"
+
 func checkIDs(nsID, agentID string) error {
 	if !idRE.MatchString(nsID) || !idRE.MatchString(agentID) {
 		return compute.Permanent(compute.CodeRuntimeFailed, errors.New("ssh: namespace or agent id is empty or has characters the driver does not put in paths"))
@@ -481,7 +484,8 @@ func (d *Driver) status(ctx context.Context, h *host, nsID, agentID string, port
 	if h.usesSystemd() {
 		mode = "systemd"
 	}
-	out, err := h.run(ctx, "status", h.asRuntime(scriptStatus, h.agentDir(nsID, agentID), strconv.Itoa(port), mode, unitName(agentID)), nil)
+	out, err := h.run(ctx, "status", h.asRuntime(scriptStatus, h.agentDir(nsID, agentID), strconv.Itoa(port), mode, unitName(agentID),
+		path.Join(systemdUnitDir, unitName(agentID))), nil)
 	if err != nil {
 		return status{}, err
 	}
@@ -725,7 +729,7 @@ func (d *Driver) token(ctx context.Context, h *host, agentID string) (string, er
 func (d *Driver) startGateway(ctx context.Context, h *host, dir, agentID, rh string, port int) error {
 	if h.usesSystemd() {
 		unit := d.renderUnit(h, dir, rh, port)
-		_, err := h.run(ctx, "start unit", shellCmd(scriptSystemdStart, dir, rh, unitName(agentID)), strings.NewReader(unit))
+		_, err := h.run(ctx, "start unit", shellCmd(scriptSystemdStart, dir, unitName(agentID), d.cfg.RuntimeUser), strings.NewReader(unit))
 		return err
 	}
 	_, err := h.run(ctx, "start supervisor", h.asRuntime(scriptStart, dir, rh, strconv.Itoa(port), d.node(), d.openclaw(), h.occPath(),
@@ -746,7 +750,12 @@ func (d *Driver) stopGateway(ctx context.Context, h *host, dir, agentID string) 
 
 // renderUnit is the systemd unit of one revision's gateway: the verifier
 // as ExecStartPre, the gateway as the runtime account, restarts on
-// failure except after a refused configuration (78).
+// failure except after a refused configuration (78). The revision's
+// configuration path in its environment is how scriptStatus tells which
+// revision the unit runs. The gateway's output goes to the journal: a StandardOutput=append: file
+// would be opened by systemd as root, before it switches to User=, in a
+// directory the runtime account owns, so a link planted there would make
+// root append the gateway's output to any file on the host.
 func (d *Driver) renderUnit(h *host, dir, rh string, port int) string {
 	verify := fmt.Sprintf("/bin/sh -c 'if [ -f %[1]s/setup-identity.json ]; then %[2]s workspace-setup --verify --payload %[1]s/setup-identity.json --workspace %[1]s/state/workspace --node %[3]s --openclaw %[4]s --state-dir %[1]s/state >/dev/null || { echo verify-failed > %[1]s/status; exit 1; }; fi'",
 		dir, h.occPath(), d.node(), d.openclaw())
@@ -760,7 +769,7 @@ func (d *Driver) renderUnit(h *host, dir, rh string, port int) string {
 		fmt.Fprintf(&b, "Environment=%s\n", kv)
 	}
 	fmt.Fprintf(&b, "ExecStartPre=%s\nExecStart=%s %s gateway run --port %d\n", verify, d.node(), d.openclaw(), port)
-	fmt.Fprintf(&b, "Restart=on-failure\nRestartSec=1\nRestartPreventExitStatus=78\nStandardOutput=append:%s/gateway.log\nStandardError=inherit\n", dir)
+	b.WriteString("Restart=on-failure\nRestartSec=1\nRestartPreventExitStatus=78\nStandardOutput=journal\nStandardError=inherit\n")
 	return b.String()
 }
 

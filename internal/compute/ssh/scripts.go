@@ -144,15 +144,17 @@ mv -f "$1/setup-identity.json.tmp" "$1/setup-identity.json"
 // scriptStatus (runtime) prints key=value lines: the supervisor's pid and
 // revision hash, whether it is alive, whether a process of its session
 // owns the listener on 127.0.0.1:port, the supervisor's give-up status,
-// the serving revision, and the number of each revision present. Args:
-// dir port mode unit.
+// the serving revision, and the number of each revision present. On
+// systemd the revision is the one whose configuration the unit file names
+// (OPENCLAW_CONFIG_PATH=<dir>/revisions/<revHash>/openclaw.json), which
+// only root writes. Args: dir port mode unit unitFile.
 const scriptStatus = `
-d=$1 port=$2 mode=$3 unit=$4
+d=$1 port=$2 mode=$3 unit=$4 unitfile=$5
 pid= rh=
 if [ "$mode" = systemd ]; then
 	pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)
 	[ "$pid" = 0 ] && pid=
-	[ -f "$d/unit.rev" ] && rh=$(head -c 64 "$d/unit.rev")
+	[ -f "$unitfile" ] && rh=$(sed -n 's|^Environment=OPENCLAW_CONFIG_PATH=.*/revisions/\([0-9a-f]*\)/openclaw\.json$|\1|p' "$unitfile" | head -c 64)
 elif [ -f "$d/supervisor.pid" ]; then
 	read pid rh < "$d/supervisor.pid"
 	tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF "run.sh $d " || pid=
@@ -283,15 +285,18 @@ rm -f "$d/supervisor.pid"
 `
 
 // scriptSystemdStart (root) installs the unit from stdin and restarts it.
-// Args: dir revHash unitName.
+// The unit names its revision (the configuration path in its
+// environment), so root writes nothing inside the Agent's directory, which the runtime
+// account owns and could have planted a link in: the previous give-up
+// status is removed as the runtime account. Args: dir unitName
+// runtimeUser.
 const scriptSystemdStart = `
 set -e
-d=$1 rh=$2 u=$3
+d=$1 u=$2 ru=$3
 umask 022
 cat > "/etc/systemd/system/$u.tmp"
 mv -f "/etc/systemd/system/$u.tmp" "/etc/systemd/system/$u"
-rm -f "$d/status"
-printf "%s\n" "$rh" > "$d/unit.rev"
+runuser -u "$ru" -- env -i PATH=/usr/bin:/bin rm -f -- "$d/status"
 systemctl daemon-reload
 systemctl restart "$u"
 `
