@@ -252,7 +252,11 @@ func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 			return WrittenFile{}, errGatewayFailed
 		}
 		e := errkind.New(errkind.PreconditionFailed, "The file changed since it was read.")
-		e.Data = map[string]any{"currentHash": gerr.CurrentHash}
+		// A file that is missing has no hash: the key is left out, as
+		// the native gateway leaves it out of its conflict.
+		if gerr.CurrentHash != "" {
+			e.Data = map[string]any{"currentHash": gerr.CurrentHash}
+		}
 		return WrittenFile{}, e
 	default:
 		if aerr := record(store.OutcomeFailure, ReasonDependencyUnavailable); aerr != nil {

@@ -226,6 +226,11 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), digest.Of("second")) {
 		t.Errorf("412 body does not carry the current hash: %s", rec.Body.String())
 	}
+	// A compare-and-swap on a missing file is a 412 without a current hash.
+	rec, _ = fe.put("AGENTS.md", `{"content":"x"}`, map[string]string{"If-Match": `"` + digest.Of("stale") + `"`})
+	if rec.Code != 412 || strings.Contains(rec.Body.String(), "currentHash") {
+		t.Errorf("CAS on a missing file: %d %s, want 412 without currentHash", rec.Code, rec.Body.String())
+	}
 	var sized struct {
 		Size int `json:"size"`
 	}
