@@ -29,7 +29,7 @@ var exitCodes = []struct {
 	Meaning string
 }{
 	{exitOK, "success"},
-	{exitRuntime, "the command ran and failed: a server error (500, 503 DEPENDENCY_UNAVAILABLE), a failed deployment, a local file error"},
+	{exitRuntime, "the command ran and failed: a server error (500, 503 DEPENDENCY_UNAVAILABLE), a throttled sign-in (429: try again after the time it names), a failed deployment, a local file error"},
 	{exitUsage, "the command was not run as written: unknown command or flag, bad argument, an ambiguous name, or the server refused the input (400 INVALID_REQUEST, 413, 415)"},
 	{exitNotFound, "not found: an unknown name, or 404 NOT_FOUND (absent, or hidden from you)"},
 	{exitAuth, "not logged in, wrong password, expired or revoked key or session (401), or not allowed (403)"},

@@ -25,6 +25,7 @@ func TestAPIErrorExitCodes(t *testing.T) {
 		{"precondition", &client.Error{Status: 412, Code: "PRECONDITION_FAILED"}, exitConflict},
 		{"invalid", &client.Error{Status: 400, Code: "INVALID_REQUEST"}, exitUsage},
 		{"too large", &client.Error{Status: 413, Code: "PAYLOAD_TOO_LARGE"}, exitUsage},
+		{"throttled sign-in", &client.Error{Status: 429, Code: "TOO_MANY_REQUESTS"}, exitRuntime},
 		{"unknown outcome", &client.Error{Status: 503, Code: "UNKNOWN_OUTCOME"}, exitUnknownOutcome},
 		{"unavailable", &client.Error{Status: 503, Code: "DEPENDENCY_UNAVAILABLE"}, exitRuntime},
 		{"internal", &client.Error{Status: 500, Code: "INTERNAL_ERROR"}, exitRuntime},

@@ -258,7 +258,7 @@ func (u *user) loginAdmin(s *server, extra ...string) {
 }
 
 var (
-	idPattern   = regexp.MustCompile(`\b((ns|cfg|agt|rev|sa|aud|usr|key|role|bnd|rst)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|req_[0-9a-f]{32})\b`)
+	idPattern   = regexp.MustCompile(`\b((ns|cfg|agt|rev|sa|aud|usr|key|role|bnd|rst|ses|wrk)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|req_[0-9a-f]{32})\b`)
 	timePattern = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	portPattern = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 )

@@ -72,6 +72,7 @@ func TestListGolden(t *testing.T) {
 		{"role", []string{"role", "list"}},
 		{"binding", []string{"binding", "list"}},
 		{"restriction", []string{"restriction", "list"}},
+		{"session", []string{"session", "list"}},
 		{"audit", []string{"audit", "list", "--kind", "mutation", "--outcome", "success", "--resource-kind", "agent"}},
 	}
 	var all strings.Builder
