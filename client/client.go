@@ -95,6 +95,15 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		h.Jar = jar
 		c.http = &h
 	}
+	if c.http.CheckRedirect == nil {
+		// Redirects are not followed: net/http would send x-api-key (it
+		// strips only Authorization and Cookie) and, on a 307 or 308, the
+		// sign-in body with its password to whatever the Location names,
+		// another host or plain http included. A 3xx is an error instead.
+		h := *c.http
+		h.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c.http = &h
+	}
 	return c, nil
 }
 
@@ -203,6 +212,10 @@ func (c *Client) do(ctx context.Context, rq request, out any) (reply, error) {
 	}
 	if len(data) > maxReplyBytes {
 		return reply{}, fmt.Errorf("client: %s %s: reply larger than %d bytes", rq.method, rq.path, maxReplyBytes)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return reply{}, fmt.Errorf("client: %s %s: the server answered %s redirecting to %q; the client follows no redirect (the credential would go with it): use the URL it names as the server URL",
+			rq.method, rq.path, resp.Status, resp.Header.Get("Location"))
 	}
 	if resp.StatusCode >= 400 {
 		var env apitypes.ErrorEnvelope

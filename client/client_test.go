@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,6 +321,39 @@ func TestTransportFailures(t *testing.T) {
 	wantStatus := &client.Error{}
 	if !errors.As(err, &wantStatus) || wantStatus.Status != 502 || wantStatus.Code != "HTTP_502" {
 		t.Errorf("Health through a failing proxy = %v, want *client.Error HTTP_502", err)
+	}
+}
+
+// TestRedirectsAreNotFollowed: a redirect, to another host or to the same
+// one, is an error naming where it points, and the target never receives
+// the service key or the sign-in body (net/http would forward x-api-key,
+// and on a 307 the body, to any host).
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	ctx := testutil.Context(t)
+	var reached atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	defer target.Close()
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target.URL+r.URL.Path, code)
+			}))
+			defer redirect.Close()
+			keyed, _ := client.New(redirect.URL, client.WithServiceKey("occk_secret"))
+			if _, err := keyed.ListNamespaces(ctx); err == nil || !strings.Contains(err.Error(), target.URL) {
+				t.Errorf("ListNamespaces through a %d = %v, want an error naming %s", code, err, target.URL)
+			}
+			session, _ := client.New(redirect.URL)
+			if _, err := session.SignIn(ctx, "a@example.com", "pw-secret"); err == nil || strings.Contains(err.Error(), "pw-secret") {
+				t.Errorf("SignIn through a %d = %v, want an error without the password", code, err)
+			}
+		})
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the redirect's target was reached %d times", n)
 	}
 }
 
