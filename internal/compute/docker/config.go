@@ -27,10 +27,10 @@ const (
 // Config is the drivers.compute.docker section of the config file. The
 // zero value of every field means its default (WithDefaults).
 type Config struct {
-	// Host is the Docker daemon's address (unix:///path or tcp://...);
-	// empty means DOCKER_HOST, else the local socket
-	// unix:///var/run/docker.sock. It must be the daemon of occ's own
-	// host: the gateways listen on this host's loopback.
+	// Host is the Docker daemon's unix socket (unix:///path); empty
+	// means DOCKER_HOST, else unix:///var/run/docker.sock. It must be the
+	// daemon of occ's own host (the gateways listen on this host's
+	// loopback), reached through its socket: see checkDaemonHost.
 	Host string `yaml:"host" json:"host,omitempty"`
 	// GatewayImage holds Node and OpenClaw (/usr/local/bin/node,
 	// /app/openclaw.mjs) and the user node (1000); scripts/images.sh
@@ -78,14 +78,8 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Host != "" {
-		u, err := url.Parse(c.Host)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("host %q does not parse: %v", c.Host, err))
-		case u.Scheme != "unix" && u.Scheme != "tcp":
-			errs = append(errs, fmt.Errorf("host %q must be unix:///path or tcp://host:port", c.Host))
-		case u.Scheme == "tcp" && !loopbackHost(u.Hostname()):
-			errs = append(errs, fmt.Errorf("host %q must be this host's daemon (a unix socket or a loopback address): the gateways listen on occ's loopback", c.Host))
+		if err := checkDaemonHost(c.Host); err != nil {
+			errs = append(errs, fmt.Errorf("host %w", err))
 		}
 	}
 	for _, img := range []struct{ key, v string }{{"gatewayImage", c.GatewayImage}, {"occImage", c.OCCImage}} {
@@ -105,8 +99,23 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func loopbackHost(h string) bool {
-	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+// checkDaemonHost accepts only a unix socket: the daemon must be this
+// host's (the gateways listen on its loopback), and not a TCP address,
+// loopback included: the gateway containers share the host's network, so
+// any of them could reach a daemon on a loopback port and, through it,
+// root on the host. New applies it to the address the client resolved,
+// which DOCKER_HOST may have set.
+func checkDaemonHost(h string) error {
+	u, err := url.Parse(h)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q does not parse: %v", h, err)
+	case u.Scheme == "tcp":
+		return fmt.Errorf("%q is a TCP address: the gateway containers share this host's network and could reach the daemon there; use its unix socket (unix:///var/run/docker.sock)", h)
+	case u.Scheme != "unix" || u.Path == "":
+		return fmt.Errorf("%q must be the daemon's unix socket, unix:///path", h)
+	}
+	return nil
 }
 
 // FromSection decodes the drivers.compute.docker section strictly,

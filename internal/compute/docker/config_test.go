@@ -36,9 +36,11 @@ func TestFromSection(t *testing.T) {
 	}{
 		{"empty", "{}", defaults, ""},
 		{"unix host", "host: unix:///run/docker.sock", with(func(c *Config) { c.Host = "unix:///run/docker.sock" }), ""},
-		{"loopback tcp", "host: tcp://127.0.0.1:2375", with(func(c *Config) { c.Host = "tcp://127.0.0.1:2375" }), ""},
-		{"remote tcp", "host: tcp://10.0.0.5:2375", Config{}, "drivers.compute.docker.host \"tcp://10.0.0.5:2375\" must be this host's daemon"},
-		{"http host", "host: http://localhost", Config{}, "must be unix:///path or tcp://host:port"},
+		{"loopback tcp", "host: tcp://127.0.0.1:2375", Config{}, "drivers.compute.docker.host \"tcp://127.0.0.1:2375\" is a TCP address: the gateway containers share this host's network"},
+		{"remote tcp", "host: tcp://10.0.0.5:2375", Config{}, "drivers.compute.docker.host \"tcp://10.0.0.5:2375\" is a TCP address"},
+		{"http host", "host: http://localhost", Config{}, "must be the daemon's unix socket, unix:///path"},
+		{"ssh host", "host: ssh://me@example.com", Config{}, "must be the daemon's unix socket, unix:///path"},
+		{"unix without a path", "host: unix://", Config{}, "must be the daemon's unix socket, unix:///path"},
 		{"ports at the limits", "ports: {low: 1024, high: 65535}", with(func(c *Config) { c.Ports = PortRange{1024, 65535} }), ""},
 		{"port below", "ports: {low: 1023, high: 2000}", Config{}, "ports 1023-2000 must lie within 1024-65535"},
 		{"port above", "ports: {low: 2000, high: 65536}", Config{}, "ports 2000-65536 must lie within 1024-65535"},
@@ -96,4 +98,31 @@ func FuzzFromSection(f *testing.F) {
 			t.Errorf("FromSection(%q) accepted %+v, which does not validate: %v", text, c, err)
 		}
 	})
+}
+
+// TestNewChecksTheResolvedDaemon: a daemon address that comes from
+// DOCKER_HOST (no host configured) passes the same check as a configured
+// one: a TCP address is refused, a unix socket accepted (New makes no call
+// to the daemon).
+func TestNewChecksTheResolvedDaemon(t *testing.T) {
+	for _, tc := range []struct{ env, wantErr string }{
+		{"tcp://127.0.0.1:2375", `docker: the daemon address (host, else DOCKER_HOST) "tcp://127.0.0.1:2375" is a TCP address`},
+		{"tcp://10.0.0.5:2376", `"tcp://10.0.0.5:2376" is a TCP address`},
+		{"unix:///run/user/1000/docker.sock", ""},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv("DOCKER_HOST", tc.env)
+			d, err := New(Options{DataDir: t.TempDir()})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New with DOCKER_HOST=%s: %v", tc.env, err)
+				}
+				d.c.Close()
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("New with DOCKER_HOST=%s = %v, want an error containing %q", tc.env, err, tc.wantErr)
+			}
+		})
+	}
 }

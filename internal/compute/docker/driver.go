@@ -121,6 +121,11 @@ func New(opts Options) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: client: %w", err)
 	}
+	// Validate checked the configured host; DOCKER_HOST is checked here.
+	if err := checkDaemonHost(c.DaemonHost()); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("docker: the daemon address (host, else DOCKER_HOST) %w", err)
+	}
 	return &Driver{
 		o: opts, c: c, log: opts.Logger.With("driver", ID), root: root,
 		http: &http.Client{
