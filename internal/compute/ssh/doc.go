@@ -19,9 +19,10 @@
 //	bin/occ                    this occ binary (root, 0755), uploaded when
 //	                           its sha256 differs, checked before the rename
 //	tokens/<sha256(agent)[:12]> the Agent's gateway token (root, 0600)
-//	namespaces/<ns>/agents/<sha256(agent)[:12]>/  (runtime account, 0700)
-//	    agent.json             the ids: the placement record
-//	    port                   the gateway's loopback port, stable
+//	ports/<sha256(agent)[:12]>  the gateway's loopback port, stable (root)
+//	namespaces/<ns>/agents/<sha256(agent)[:12]>/  (runtime account, 0700;
+//	                           the directory is the placement record)
+//	    agent.json             the ids, for Recover
 //	    home/ state/ logs/     HOME, OPENCLAW_STATE_DIR, native file log
 //	    state/workspace/       the durable workspace
 //	    setup-identity.json    the completed setup identity (verifier input)

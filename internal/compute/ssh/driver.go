@@ -381,6 +381,14 @@ func (h *host) ready(ctx context.Context) error {
 			return fmt.Errorf("ssh: host %s does not run systemd (supervisor: systemd)", h.cfg.Name)
 		}
 	}
+	if lines[0] == "systemd" {
+		// Units an earlier occ wrote appended the gateway's output to a
+		// file in the Agent's directory, opened by systemd as root at
+		// every restart; they are rewritten before anything else runs.
+		if _, err := h.run(ctx, "fix units", shellCmd(scriptSystemdFixUnits, systemdUnitDir), nil); err != nil {
+			return err
+		}
+	}
 	if lines[1] != h.d.binSum {
 		if err := h.upload(ctx); err != nil {
 			return err

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,5 +154,90 @@ func TestPlacement(t *testing.T) {
 	_, err = place(d3, free)
 	if p, ok := compute.AsPermanent(err); !ok || !strings.Contains(p.Error(), "h1") || !strings.Contains(p.Error(), "h2") {
 		t.Errorf("an Agent on two hosts: %v; want a permanent error naming h1 and h2", err)
+	}
+}
+
+// TestPlacementAndPortsAreRoots: against the real sshd, without gateways.
+// What decides where an Agent is and which port it has is root's: the
+// Agent's directory (in a root-owned parent) and root/ports, never a file
+// inside the directory the runtime account owns. An Agent that deletes
+// its agent.json is still found (else DeleteAgent would miss it and leave
+// its gateway running), and a port written where an earlier occ kept it
+// changes no Agent's port.
+func TestPlacementAndPortsAreRoots(t *testing.T) {
+	base := testConfig(t)
+	ns := ids.New(ids.Namespace)
+	first, second := ids.New(ids.Agent), ids.New(ids.Agent)
+	h1 := Host{Name: "h1", Address: base.Hosts[0].Address, Capacity: 5, Root: traversableDir(t)}
+	cfg := base
+	cfg.Hosts = []Host{h1}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	newDriver := func() *Driver {
+		d, err := New(Options{Config: cfg, Binary: os.Args[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	// portOf places the Agent (its directory, as PrepareRevision does
+	// first) and returns its port.
+	portOf := func(d *Driver, agent string) int {
+		t.Helper()
+		a, err := d.lockAgent(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.unlock()
+		h, err := d.locate(ctx, a, ns, agent, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, _ := json.Marshal(map[string]string{"agentId": agent, "namespaceId": ns})
+		if _, err := h.run(ctx, "layout", shellCmd(scriptLayout, h.cfg.Root, ns, agentdir.Hash(agent), d.cfg.RuntimeUser, string(info)), nil); err != nil {
+			t.Fatal(err)
+		}
+		p, err := d.port(ctx, a, h, h.agentDir(ns, agent))
+		if err != nil {
+			t.Fatalf("port of %s: %v", agent, err)
+		}
+		return p
+	}
+	d := newDriver()
+	p1 := portOf(d, first)
+	firstDir := filepath.Join(h1.Root, "namespaces", ns, "agents", agentdir.Hash(first))
+	// The runtime account deletes agent.json and writes another port
+	// where an earlier occ kept it (which occ then read as the Agent's).
+	if err := os.Remove(filepath.Join(firstDir, "agent.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(firstDir, "port"), []byte(strconv.Itoa(p1+7)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p2 := portOf(d, second)
+	if p2 == p1 || time.Since(start) > 30*time.Second {
+		t.Errorf("second Agent's port %d after %v; want another than the first's %d, without waiting", p2, time.Since(start), p1)
+	}
+	d2 := newDriver() // a restarted occ: nothing cached
+	if got := portOf(d2, first); got != p1 {
+		t.Errorf("first Agent's port seen by a restarted occ = %d, want %d", got, p1)
+	}
+	a, err := d2.lockAgent(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := d2.locate(ctx, a, ns, first, false)
+	a.unlock()
+	if err != nil || h == nil {
+		t.Errorf("an Agent without agent.json: locate = %v, %v; want its host", h, err)
+	}
+	fi, err := os.Lstat(filepath.Join(h1.Root, "ports", agentdir.Hash(first)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		t.Errorf("root/ports entry: uid %d mode %v; want root's, writable by root only", st.Uid, fi.Mode())
 	}
 }

@@ -136,3 +136,52 @@ func TestSystemdStartWritesNothingAsRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemdFixUnits: a unit an earlier occ wrote (output appended to a
+// file in the Agent's directory) is rewritten to the journal and systemd
+// reloaded once; a current unit is left as it is and nothing reloaded. A
+// stub systemctl records the calls.
+func TestSystemdFixUnits(t *testing.T) {
+	unitDir, bin := t.TempDir(), t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	if err := os.WriteFile(filepath.Join(bin, "systemctl"), []byte("#!/bin/sh\necho \"$@\" >> "+calls+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := testDriver()
+	current := d.renderUnit(&host{d: d, cfg: Host{Root: "/var/lib/occ"}}, "/var/lib/occ/namespaces/ns/agents/abc", "0123456789ab", 18805)
+	old := strings.Replace(current, "StandardOutput=journal\n", "StandardOutput=append:/var/lib/occ/namespaces/ns/agents/def/gateway.log\n", 1)
+	if old == current {
+		t.Fatal("the rendered unit has no StandardOutput=journal line to replace")
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(unitDir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("occ-gateway-abc.service", current)
+	write("occ-gateway-def.service", old)
+	write("other.service", old) // not occ's: left alone
+	run := func() {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", scriptSystemdFixUnits, "occ-ssh", unitDir)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("fix script: %v: %s", err, out)
+		}
+	}
+	run()
+	for name, want := range map[string]string{"occ-gateway-abc.service": current, "occ-gateway-def.service": current, "other.service": old} {
+		got, err := os.ReadFile(filepath.Join(unitDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, string(got)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	run() // nothing left to fix: no second reload
+	got, _ := os.ReadFile(calls)
+	if diff := cmp.Diff("daemon-reload\n", string(got)); diff != "" {
+		t.Errorf("systemctl calls (-want +got):\n%s", diff)
+	}
+}

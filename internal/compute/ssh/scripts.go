@@ -15,7 +15,7 @@ r=$1 ru=$2 node=$3 mjs=$4
 [ "$(id -u)" = 0 ] || { echo "the login user is not root" >&2; exit 10; }
 id -u "$ru" >/dev/null 2>&1 || { echo "runtime user $ru does not exist" >&2; exit 11; }
 [ "$(id -u "$ru")" != 0 ] || { echo "runtime user $ru is root" >&2; exit 11; }
-for t in runuser setsid pgrep sha256sum flock find awk; do
+for t in runuser setsid pgrep sha256sum flock find awk timeout; do
 	command -v "$t" >/dev/null 2>&1 || { echo "$t is missing" >&2; exit 12; }
 done
 runuser -u "$ru" -- test -x "$node" -a -r "$mjs" || { echo "runtime user $ru cannot run $node and read $mjs" >&2; exit 13; }
@@ -64,8 +64,12 @@ runuser -u "$ru" -- env -i PATH=/usr/bin:/bin sh -c '
 ' occ-ssh "$d" "$info"
 `
 
-// scriptFind exits 0 when the Agent's directory exists. Args: dir.
-const scriptFind = `[ -f "$1/agent.json" ] && [ ! -L "$1" ]`
+// scriptFind exits 0 when the Agent's directory exists: the placement
+// record is the directory itself, which root made in a root-owned parent,
+// so the runtime account can neither remove nor rename it (a file inside
+// it, such as agent.json, it could delete to make occ lose the Agent and
+// leave its gateway running after DeleteAgent). Args: dir.
+const scriptFind = `[ -d "$1" ] && [ ! -L "$1" ]`
 
 // scriptCount prints how many Agent directories the host holds. Args: root.
 const scriptCount = `
@@ -85,25 +89,45 @@ head -c 4096 "$t"
 `
 
 // scriptPort prints the Agent's port, assigning the lowest free one of the
-// range (not another Agent's, not listening) under the host's lock. Args:
-// root dir low high runtimeUser.
+// range (not another Agent's, not listening) under the host's lock. The
+// table is root's: root/ports/<agentHash>, in a directory only root
+// writes, because root never reads what the runtime account can write (a
+// huge, sparse or swapped file there would hang it, or block every other
+// Agent's assignment). Ports an earlier occ kept in the Agent directories
+// (a "port" file each) are read as the runtime account, a few bytes each
+// and within 10 s, and moved into the table. Children never inherit the
+// lock (9>&-). Args: root dir low high runtimeUser.
 const scriptPort = `
 r=$1 d=$2 lo=$3 hi=$4 ru=$5
+ah=${d##*/}
+umask 022
+mkdir -p "$r/ports"
+chmod 755 "$r/ports"
 exec 9>"$r/.ports.lock"
 flock 9
-if [ -f "$d/port" ] && [ ! -L "$d/port" ]; then
-	p=$(head -c 8 "$d/port" | tr -cd 0-9)
+f="$r/ports/$ah"
+if [ -f "$f" ]; then
+	p=$(head -c 8 "$f" | tr -cd 0-9)
 	[ -n "$p" ] && { echo "$p"; exit 0; }
 fi
-used=$( { find "$r/namespaces" -mindepth 4 -maxdepth 4 -type f -name port -exec cat {} + 2>/dev/null
-	awk 'NR>1 && $4=="0A" {split($2,a,":"); print a[2]}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | while read h; do printf "%d\n" "0x$h"; done; } | tr -cd '0-9\n')
-p=$lo
-while [ "$p" -le "$hi" ]; do
-	printf "%s\n" "$used" | grep -qx "$p" || break
-	p=$((p+1))
-done
-[ "$p" -le "$hi" ] || { echo "no free port in $lo-$hi" >&2; exit 6; }
-runuser -u "$ru" -- env -i PATH=/usr/bin:/bin sh -c 'umask 077; printf "%s\n" "$2" > "$1/port.tmp" && mv -f "$1/port.tmp" "$1/port"' occ-ssh "$d" "$p"
+legacy=$(runuser -u "$ru" -- env -i PATH=/usr/bin:/bin timeout 10 sh -c '
+	for f in "$1"/namespaces/*/agents/*/port; do
+		[ -f "$f" ] && [ ! -L "$f" ] || continue
+		printf "%s %s\n" "${f%/port}" "$(head -c 8 "$f" | tr -cd 0-9)"
+	done' occ-ssh "$r" 9>&- 2>/dev/null)
+p=$(printf "%s\n" "$legacy" | awk -v d="$d" '$1 == d && $2 != "" {print $2; exit}')
+if [ -z "$p" ]; then
+	used=$( { cat "$r/ports/"* 2>/dev/null
+		printf "%s\n" "$legacy" | awk '{print $2}'
+		awk 'NR>1 && $4=="0A" {split($2,a,":"); print a[2]}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | while read h; do printf "%d\n" "0x$h"; done; } | tr -cd '0-9\n')
+	p=$lo
+	while [ "$p" -le "$hi" ]; do
+		printf "%s\n" "$used" | grep -qx "$p" || break
+		p=$((p+1))
+	done
+	[ "$p" -le "$hi" ] || { echo "no free port in $lo-$hi" >&2; exit 6; }
+fi
+printf "%s\n" "$p" > "$f.tmp" && mv -f "$f.tmp" "$f"
 echo "$p"
 `
 
@@ -301,6 +325,22 @@ systemctl daemon-reload
 systemctl restart "$u"
 `
 
+// scriptSystemdFixUnits (root) rewrites the units an earlier occ wrote
+// with StandardOutput=append:<agent dir>/gateway.log, which systemd opens
+// as root at each (re)start in a directory the runtime account owns, to
+// send the output to the journal, and reloads systemd if it changed one.
+// A running gateway keeps its open log until it restarts. Args: unitDir.
+const scriptSystemdFixUnits = `
+set -e
+fixed=
+for u in "$1"/occ-gateway-*.service; do
+	[ -f "$u" ] && [ ! -L "$u" ] && grep -q '^StandardOutput=append:' "$u" || continue
+	sed -i 's|^StandardOutput=append:.*|StandardOutput=journal|' "$u"
+	fixed=1
+done
+[ -z "$fixed" ] || systemctl daemon-reload
+`
+
 // scriptSystemdStop (root) stops the unit, keeping it installed; with
 // "remove" it is disabled and removed. Args: unitName [remove].
 const scriptSystemdStop = `
@@ -335,7 +375,7 @@ const scriptRetire = `rm -rf "$1/revisions/$2"`
 // ns agentHash.
 const scriptDelete = `
 r=$1 ns=$2 ah=$3
-rm -rf "$r/namespaces/$ns/agents/$ah" "$r/tokens/$ah" "$r/tokens/$ah.tmp"
+rm -rf "$r/namespaces/$ns/agents/$ah" "$r/tokens/$ah" "$r/tokens/$ah.tmp" "$r/ports/$ah" "$r/ports/$ah.tmp"
 `
 
 // scriptDeleteNamespace (root) removes the Namespace's empty directories.
