@@ -90,8 +90,10 @@ type Revision struct {
 	ConfigurationKind string `json:"configurationKind"`
 	// ConfigurationGeneration is that Configuration's generation.
 	ConfigurationGeneration int64 `json:"configurationGeneration"`
-	// Configuration is the native document as snapshotted.
-	Configuration json.RawMessage `json:"configuration"`
+	// Configuration is the native document as snapshotted; absent when
+	// the caller may not read the Configuration it was taken from (a
+	// binding on the Agent alone does not grant that).
+	Configuration json.RawMessage `json:"configuration,omitempty"`
 	// ComputeDriverID names the compute driver that runs the revision.
 	ComputeDriverID string `json:"computeDriverId"`
 	// CreatedAt is when the deployment was requested.

@@ -67,7 +67,15 @@ func (w *Store) GetRevision(ctx context.Context, namespaceID, agentID, id string
 	if err := w.gate(ctx, "GetRevision", store.ActionRead, revResource(namespaceID, agentID, id)); err != nil {
 		return store.Revision{}, err
 	}
-	return w.inner.GetRevision(ctx, namespaceID, agentID, id)
+	r, err := w.inner.GetRevision(ctx, namespaceID, agentID, id)
+	if err != nil {
+		return store.Revision{}, err
+	}
+	revs, err := w.withoutUnreadableConfigurations(ctx, []store.Revision{r})
+	if err != nil {
+		return store.Revision{}, err
+	}
+	return revs[0], nil
 }
 
 func (w *Store) ListRevisions(ctx context.Context, namespaceID, agentID string, p store.PageRequest) (store.Page[store.Revision], error) {
@@ -78,7 +86,36 @@ func (w *Store) ListRevisions(ctx context.Context, namespaceID, agentID string, 
 	if err != nil {
 		return store.Page[store.Revision]{}, err
 	}
-	return filterPage(ctx, w, "ListRevisions", page, func(r store.Revision) Resource { return revResource(r.NamespaceID, r.AgentID, r.ID) })
+	page, err = filterPage(ctx, w, "ListRevisions", page, func(r store.Revision) Resource { return revResource(r.NamespaceID, r.AgentID, r.ID) })
+	if err != nil {
+		return store.Page[store.Revision]{}, err
+	}
+	page.Items, err = w.withoutUnreadableConfigurations(ctx, page.Items)
+	return page, err
+}
+
+// withoutUnreadableConfigurations clears the configuration snapshot of
+// each revision whose Configuration the subject may not read. Reading a
+// revision needs read on the Agent's revisions, which a binding on the
+// exact Agent grants; the snapshot is a copy of the Configuration, a
+// resource of its own that such a binding does not cover (PATCH and deploy
+// answer 404 for it), so the copy is not shown either. System subjects
+// (the worker) keep it. revs is modified in place.
+func (w *Store) withoutUnreadableConfigurations(ctx context.Context, revs []store.Revision) ([]store.Revision, error) {
+	s := SubjectFrom(ctx)
+	if s == nil || s.Kind == KindSystem || len(revs) == 0 {
+		return revs, nil
+	}
+	acc, err := load(ctx, w.inner, s)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range revs {
+		if !acc.decide(store.ActionRead, cfgResource(r.NamespaceID, r.ConfigurationID)).Allowed {
+			revs[i].Configuration = nil
+		}
+	}
+	return revs, nil
 }
 
 // --- work queue ---

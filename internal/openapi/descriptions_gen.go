@@ -187,7 +187,7 @@ var descriptions = map[string]string{
 	"Revision":                                   "Revision is the immutable snapshot of what one deployment runs. Its ID is also the deployment's ID. It never carries workspace file content.",
 	"Revision.agentId":                           "AgentID is the deployed Agent.",
 	"Revision.computeDriverId":                   "ComputeDriverID names the compute driver that runs the revision.",
-	"Revision.configuration":                     "Configuration is the native document as snapshotted.",
+	"Revision.configuration":                     "Configuration is the native document as snapshotted; absent when the caller may not read the Configuration it was taken from (a binding on the Agent alone does not grant that).",
 	"Revision.configurationGeneration":           "ConfigurationGeneration is that Configuration's generation.",
 	"Revision.configurationId":                   "ConfigurationID is the Configuration the snapshot was taken from.",
 	"Revision.configurationKind":                 "ConfigurationKind is that Configuration's kind.",

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -520,6 +521,40 @@ func TestAuthorizationMatrix(t *testing.T) {
 				if diff := cmp.Diff(sortedIDs(tc.ids), sortedIDs(idsOf(got.Items))); diff != "" {
 					t.Errorf("%s: listed Agents (-want +got):\n%s", tc.name, diff)
 				}
+			}
+		})
+		t.Run("a revision's configuration needs read on the Configuration", func(t *testing.T) {
+			// The snapshot is a copy of the Configuration, which a binding
+			// on the exact Agent does not cover: its revisions are listed
+			// without it until the caller may also read the Configuration.
+			undo := f.bind(agentUserID, authz.RoleViewerID, store.KindAgent, f.agent1)
+			defer undo()
+			type rev struct {
+				ID            string          `json:"id"`
+				Configuration json.RawMessage `json:"configuration"`
+			}
+			base := "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/revisions"
+			// snapshots returns the configuration of the first and the last
+			// revision listed.
+			snapshots := func(c cred) (first, last string) {
+				t.Helper()
+				var page struct{ Items []rev }
+				e.must("GET", base, nil, c, 200, &page)
+				if len(page.Items) == 0 {
+					t.Fatalf("no revision of %s listed", f.agent1)
+				}
+				return string(page.Items[0].Configuration), string(page.Items[len(page.Items)-1].Configuration)
+			}
+			if first, last := snapshots(e.admin); first == "" || last == "" {
+				t.Fatalf("the administrator sees no configuration: %q %q", first, last)
+			}
+			if first, last := snapshots(agentUser); first != "" || last != "" {
+				t.Errorf("an exact-Agent viewer sees the configuration: %q %q", first, last)
+			}
+			undoC := f.bind(agentUserID, authz.RoleViewerID, store.KindConfiguration, f.cfg1)
+			defer undoC()
+			if first, _ := snapshots(agentUser); first == "" {
+				t.Errorf("a viewer of the Agent and of its Configuration does not see the configuration")
 			}
 		})
 		t.Run("one permission on the exact Agent is enough", func(t *testing.T) {
