@@ -161,6 +161,25 @@ func TestDeployLifecycle(t *testing.T) {
 	if diff := cmp.Diff([]string{PolicyAllowDNS, PolicyGatewayIngress, PolicyModelEgress, PolicyDefaultDeny}, policyNames); diff != "" {
 		t.Errorf("NetworkPolicies in %s (-want +got):\n%s", tenant, diff)
 	}
+	// The model egress leaves out the configured ranges, as the real API
+	// server stored them.
+	var egress networkingv1.NetworkPolicy
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tenant, Name: PolicyModelEgress}, &egress); err != nil {
+		t.Fatal(err)
+	}
+	var except []string
+	for _, rule := range egress.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil {
+				except = append(except, peer.IPBlock.Except...)
+			}
+		}
+	}
+	for _, want := range in.cfg.Network.ModelEgressExcept {
+		if !slices.Contains(except, want) {
+			t.Errorf("%s leaves out %v; want %s among them", PolicyModelEgress, except, want)
+		}
+	}
 
 	setup := f.pendingSetup()
 	rc := compute.RevisionContext{WorkspaceSetup: setup}

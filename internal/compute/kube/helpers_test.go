@@ -55,7 +55,8 @@ func baseConfig(gatewayNamespace, storageClass string) Config {
 		GatewayRouting: &GatewayRouting{
 			GatewayName: "occ-agent-gateways", GatewayNamespace: gatewayNamespace, EnvoyNamespace: egNamespace,
 		},
-		Network: Network{GatewayTrustedProxyCIDRs: []string{"10.244.0.0/16"}},
+		Network: Network{GatewayTrustedProxyCIDRs: []string{"10.244.0.0/16"},
+			ModelEgressExcept: []string{"203.0.113.0/24", "2001:db8::/64"}},
 		Runtime: Runtime{
 			GatewayImage: "registry.invalid/openclaw/gateway:2026.9.6", OCCImage: "registry.invalid/occ:test",
 			GatewayStorageClassName: storageClass,

@@ -537,6 +537,7 @@ func RenderNamespace(cfg Config, ns compute.Namespace) (*corev1.Namespace, []*ne
 			ingressFrom = append(ingressFrom, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: c}})
 		}
 	}
+	except4, except6 := cfg.Network.ModelEgressExceptions()
 	policies := []*networkingv1.NetworkPolicy{
 		policy(PolicyDefaultDeny, networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{},
@@ -566,10 +567,8 @@ func RenderNamespace(cfg Config, ns compute.Namespace) (*corev1.Namespace, []*ne
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{
 				To: []networkingv1.NetworkPolicyPeer{
-					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{
-						"10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16",
-					}}},
-					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10"}}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: except4}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: except6}},
 				},
 				Ports: []networkingv1.NetworkPolicyPort{port(tcp, 443)},
 			}},

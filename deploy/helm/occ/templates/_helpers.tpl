@@ -100,6 +100,8 @@ as the routing objects below.
 {{- else -}}
 {{- $_ := set $network "gatewayClients" $v.compute.gatewayClients -}}
 {{- end -}}
+{{- $except := concat ($v.compute.modelEgressExcept | default list) ($v.networkPolicy.kubernetesAPICidrs | default list) | uniq -}}
+{{- with $except -}}{{- $_ := set $network "modelEgressExcept" . -}}{{- end -}}
 {{- $runtime := dict "gatewayImage" (include "occ.gatewayImage" .) "occImage" (include "occ.image" .) "imagePullPolicy" $v.image.pullPolicy "gatewayStorageSize" $v.compute.gatewayStorageSize -}}
 {{- with $v.compute.gatewayStorageClassName -}}{{- $_ := set $runtime "gatewayStorageClassName" . -}}{{- end -}}
 {{- $kube := dict "network" $network "runtime" $runtime "resources" $v.compute.gatewayResources -}}

@@ -102,6 +102,13 @@ type Network struct {
 	// off (required then, refused with routing: the route is the only
 	// peer).
 	GatewayClients []string `yaml:"gatewayClients" json:"gatewayClients,omitempty"`
+	// ModelEgressExcept are CIDRs the gateways' model egress (TCP 443 to
+	// any address outside the private ranges, which it always leaves out)
+	// must not reach either: the Kubernetes API server's public addresses
+	// on a managed cluster, whose kubernetes.default Service forwards to
+	// them, or anything else public the gateways have no business with.
+	// Optional; a range that leaves the rule nothing (/0) is refused.
+	ModelEgressExcept []string `yaml:"modelEgressExcept" json:"modelEgressExcept,omitempty"`
 	// DNS says where cluster DNS runs, for the allow-dns NetworkPolicy.
 	DNS DNS `yaml:"dns" json:"dns"`
 }
@@ -312,6 +319,16 @@ func (c Config) Validate() error {
 		}
 	}
 
+	for _, s := range n.ModelEgressExcept {
+		p, err := ParseCIDR(s)
+		switch {
+		case err != nil:
+			add("network.modelEgressExcept: %v", err)
+		case p.Bits() == 0:
+			add("network.modelEgressExcept: %q leaves the model egress nothing; list the ranges to keep the gateways from", s)
+		}
+	}
+
 	if msgs := validation.IsDNS1123Label(n.DNS.Namespace); len(msgs) > 0 {
 		add("network.dns.namespace %q is not a Kubernetes name: %s", n.DNS.Namespace, strings.Join(msgs, "; "))
 	}
@@ -418,6 +435,25 @@ func checkHostname(h string) error {
 		}
 	}
 	return nil
+}
+
+// ModelEgressExceptions returns the ranges the model egress rule leaves out of
+// 0.0.0.0/0 and ::/0: the private ranges, then n.ModelEgressExcept by
+// family. It assumes a validated Network (unparsable entries are skipped).
+func (n Network) ModelEgressExceptions() (v4, v6 []string) {
+	v4 = []string{"10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"}
+	v6 = []string{"fc00::/7", "fe80::/10"}
+	for _, s := range n.ModelEgressExcept {
+		p, err := ParseCIDR(s)
+		switch {
+		case err != nil:
+		case p.Addr().Is4():
+			v4 = append(v4, p.String())
+		default:
+			v6 = append(v6, p.String())
+		}
+	}
+	return v4, v6
 }
 
 // ParseCIDR parses one network range. A bare address is refused (write

@@ -104,6 +104,16 @@ func TestValidate(t *testing.T) {
 		{"gateway clients all sources", direct, func(c *Config) { c.Network.GatewayClients = []string{"0.0.0.0/0"} }, []string{
 			allSources("network.gatewayClients", "[0.0.0.0/0]"),
 		}},
+		{"model egress exceptions", routed, func(c *Config) {
+			c.Network.ModelEgressExcept = []string{"203.0.113.10/32", "2001:db8::/64", "::ffff:198.51.100.0/120"}
+		}, nil},
+		{"model egress exceptions malformed or everything", routed, func(c *Config) {
+			c.Network.ModelEgressExcept = []string{"203.0.113.10", "0.0.0.0/0", "::/0"}
+		}, []string{
+			`network.modelEgressExcept: "203.0.113.10" is not a CIDR (like 10.0.0.0/8 or 192.0.2.10/32)`,
+			`network.modelEgressExcept: "0.0.0.0/0" leaves the model egress nothing; list the ranges to keep the gateways from`,
+			`network.modelEgressExcept: "::/0" leaves the model egress nothing; list the ranges to keep the gateways from`,
+		}},
 		{"bare address", routed, func(c *Config) { c.Network.GatewayTrustedProxyCIDRs = []string{"10.0.0.1"} }, []string{
 			`network.gatewayTrustedProxyCidrs: "10.0.0.1" is not a CIDR (like 10.0.0.0/8 or 192.0.2.10/32)`,
 		}},
@@ -290,5 +300,20 @@ func TestCoversAllSources(t *testing.T) {
 		if got := CoversAllSources(ps); got != tt.want {
 			t.Errorf("CoversAllSources(%v) = %t, want %t", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestModelEgressExceptions: the private ranges always, then the
+// configured ranges by family (an IPv4-mapped range as the IPv4 one).
+func TestModelEgressExceptions(t *testing.T) {
+	n := Network{ModelEgressExcept: []string{"203.0.113.10/32", "2001:db8::/64", "::ffff:198.51.100.0/120"}}
+	v4, v6 := n.ModelEgressExceptions()
+	want4 := []string{"10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "203.0.113.10/32", "198.51.100.0/24"}
+	want6 := []string{"fc00::/7", "fe80::/10", "2001:db8::/64"}
+	if diff := cmp.Diff(want4, v4); diff != "" {
+		t.Errorf("IPv4 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want6, v6); diff != "" {
+		t.Errorf("IPv6 (-want +got):\n%s", diff)
 	}
 }
