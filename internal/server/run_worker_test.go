@@ -33,17 +33,8 @@ func TestRunWorkerConcurrency(t *testing.T) {
 		{"occ worker", 2, server.RunWorker},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			pw := filepath.Join(dir, "pw")
-			if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg := config.Default()
-			cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), testutil.FreeAddr(t)
-			cfg.PublicOrigin = "http://" + cfg.Listen
+			cfg := runConfig(t)
 			cfg.MetricsListen = testutil.FreeAddr(t)
-			cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
-			cfg.ShutdownTimeout = 5 * time.Second
 			cfg.WorkerConcurrency = tt.loops
 			if tt.name == "occ worker" {
 				// occ worker does not migrate: let a server do it first.
@@ -51,11 +42,7 @@ func TestRunWorkerConcurrency(t *testing.T) {
 				migrated.MetricsListen, migrated.EmbeddedWorker = "", false
 				runUntilReady(t, migrated)
 			}
-			ctx, cancel := context.WithCancel(testutil.Context(t))
-			defer cancel()
-			done := make(chan error, 1)
-			logs := &lockedBuffer{}
-			go func() { done <- tt.run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
+			logs, stop := startRun(t, tt.name, tt.run, cfg)
 			want := []string{"occ_worker_loops " + strconv.Itoa(tt.loops), "occ_worker_loops_busy 0"}
 			testutil.Eventually(t, 60*time.Second, func() bool {
 				_, body := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
@@ -71,16 +58,51 @@ func TestRunWorkerConcurrency(t *testing.T) {
 				testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), line) },
 					"%s never logged %q; its log:\n%s", tt.name, line, logs)
 			}
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("%s: %v", tt.name, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s did not stop within 30 s of its context ending", tt.name)
-			}
+			stop()
 		})
+	}
+}
+
+// runConfig is a configuration for server.Run or server.RunWorker on a
+// new data directory: the none driver, loopback listeners, and a
+// bootstrap password file.
+func runConfig(t *testing.T) config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), testutil.FreeAddr(t)
+	cfg.PublicOrigin = "http://" + cfg.Listen
+	cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
+	cfg.ShutdownTimeout = 5 * time.Second
+	return cfg
+}
+
+// startRun runs run (server.Run or server.RunWorker) with cfg in the
+// background, its log in the returned buffer. stop ends it and fails the
+// test when it returns an error or takes more than 30 s to stop; it must
+// be called once.
+func startRun(t *testing.T, name string, run func(context.Context, config.Config, *slog.Logger) error, cfg config.Config) (logs *lockedBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testutil.Context(t))
+	t.Cleanup(cancel) // a test that fails before stop still ends the run
+	done := make(chan error, 1)
+	logs = &lockedBuffer{}
+	go func() { done <- run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
+	return logs, func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not stop within 30 s of its context ending", name)
+		}
 	}
 }
 
@@ -138,41 +160,20 @@ func TestRunWarnsOfExposedDatabaseFiles(t *testing.T) {
 		{"occ worker, 0600", server.RunWorker, 0o600, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			pw := filepath.Join(dir, "pw")
-			if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cfg := config.Default()
-			cfg.DataDir, cfg.Listen = filepath.Join(dir, "data"), testutil.FreeAddr(t)
-			cfg.PublicOrigin = "http://" + cfg.Listen
-			cfg.ComputeDriver, cfg.BootstrapAdminPasswordFile = "none", pw
-			cfg.ShutdownTimeout = 5 * time.Second
+			cfg := runConfig(t)
 			runUntilReady(t, cfg) // creates and migrates the database, 0600
 			db := filepath.Join(cfg.DataDir, "occ.db")
 			if err := os.Chmod(db, tt.mode); err != nil {
 				t.Fatal(err)
 			}
 			cfg.MetricsListen = testutil.FreeAddr(t)
-			ctx, cancel := context.WithCancel(testutil.Context(t))
-			defer cancel()
-			done := make(chan error, 1)
-			logs := &lockedBuffer{}
-			go func() { done <- tt.run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
+			logs, stop := startRun(t, tt.name, tt.run, cfg)
 			// Both serve metrics once started; the warning comes before.
 			testutil.Eventually(t, 60*time.Second, func() bool {
 				code, _ := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
 				return code == 200
 			}, "%s never served its metrics", tt.name)
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("%s: %v", tt.name, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s did not stop within 30 s of its context ending", tt.name)
-			}
+			stop()
 			var dbWarning bool
 			for _, line := range strings.Split(logs.String(), "\n") {
 				if !strings.Contains(line, warning) {

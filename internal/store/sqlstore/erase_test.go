@@ -106,14 +106,7 @@ func TestErasedStagedFilesLeaveNoBytesInTheDataDir(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			dir := t.TempDir()
-			s, err := sqlstore.Open(ctx, "", dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s := openMigrated(t, "", dir)
 			marker := "ERASE-MARKER-" + ids.New("")[:8]
 			a, ws := stagedAgent(t, s, marker)
 			// Move the staged bytes into occ.db too, as a checkpoint

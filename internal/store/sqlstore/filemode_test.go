@@ -21,21 +21,10 @@ import (
 func TestNewDatabaseFilesArePrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
-	ctx := context.Background()
-	// open opens and migrates a store, closed when the test ends: while it
-	// is open (as occ server holds it) the WAL and shared-memory files
-	// exist, and the migrations have written to them.
-	open := func(t *testing.T, url, dir string) {
-		t.Helper()
-		s, err := sqlstore.Open(ctx, url, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The stores stay open until the test ends: while one is open (as occ
+	// server holds it) the WAL and shared-memory files exist, and the
+	// migrations have written to them.
+	open := func(t *testing.T, url, dir string) { openMigrated(t, url, dir) }
 	modes := func(t *testing.T, db string) map[string]fs.FileMode {
 		t.Helper()
 		got := map[string]fs.FileMode{}
@@ -88,7 +77,6 @@ func TestNewDatabaseFilesArePrivate(t *testing.T) {
 // users any access are reported with their modes; the owner's own bits
 // never count, and PostgreSQL has no files to report.
 func TestExposedFiles(t *testing.T) {
-	ctx := context.Background()
 	for _, tt := range []struct {
 		name    string
 		db, wal fs.FileMode
@@ -107,14 +95,7 @@ func TestExposedFiles(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := sqlstore.Open(ctx, "", dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s := openMigrated(t, "", dir)
 			db := filepath.Join(dir, sqlstore.DefaultSQLiteFile)
 			if err := os.Chmod(db, tt.db); err != nil {
 				t.Fatal(err)
@@ -141,4 +122,20 @@ func TestExposedFiles(t *testing.T) {
 			t.Errorf("ExposedFiles on PostgreSQL = %v, %v; want none", got, err)
 		}
 	})
+}
+
+// openMigrated opens and migrates a store on url or, without one, in dir;
+// it is closed when the test ends.
+func openMigrated(t *testing.T, url, dir string) *sqlstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, url, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
