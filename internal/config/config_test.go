@@ -302,10 +302,15 @@ func TestLoadNilFlagsAndEnv(t *testing.T) {
 // once in the file, and expects the same Config each time: the options
 // table, the file schema and the flag registration cannot drift apart.
 func TestEverySpellingAgrees(t *testing.T) {
+	urlFile := filepath.Join(t.TempDir(), "database-url")
+	if err := os.WriteFile(urlFile, []byte("postgres://occ@127.0.0.1:5433/occ"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	values := map[string]string{
 		"data-dir":                      "/srv/occ",
 		"listen":                        "127.0.0.1:4242",
 		"database-url":                  "postgres://occ@127.0.0.1:5432/occ",
+		"database-url-file":             urlFile,
 		"public-origin":                 "https://occ.example.com",
 		"trusted-proxies":               "10.1.0.0/16",
 		"session-ttl":                   "2h",
@@ -700,4 +705,53 @@ func FuzzConfigFile(f *testing.F) {
 		}
 		_ = c.Validate(testDrivers)
 	})
+}
+
+// TestDatabaseURLFile: the URL is read from the file, under the rule of
+// every secret file (one token of printable ASCII: a trailing newline is
+// refused, not trimmed); setting both spellings, an empty file, one with a
+// line break, a relative path or a missing file is an error that names
+// the file and never quotes what it holds.
+func TestDatabaseURLFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const secret = "s3cret-pw"
+	good := write("good", "postgres://occ:"+secret+"@db:5432/occ?sslmode=disable")
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantURL string
+		wantErr string
+	}{
+		{"the URL alone", map[string]string{"OCC_DATABASE_URL_FILE": good}, "postgres://occ:" + secret + "@db:5432/occ?sslmode=disable", ""},
+		{"both set", map[string]string{"OCC_DATABASE_URL_FILE": good, "OCC_DATABASE_URL": "postgres://x@db/occ"}, "", "databaseURL and databaseURLFile are both set: set one"},
+		{"empty", map[string]string{"OCC_DATABASE_URL_FILE": write("empty", "")}, "", "databaseURLFile " + filepath.Join(dir, "empty") + ": file is empty"},
+		{"trailing newline", map[string]string{"OCC_DATABASE_URL_FILE": write("newline", "postgres://occ:"+secret+"@db/occ\n")}, "", "databaseURLFile " + filepath.Join(dir, "newline") + ": content must be printable ASCII"},
+		{"relative path", map[string]string{"OCC_DATABASE_URL_FILE": "db-url"}, "", "databaseURLFile db-url: path is not absolute"},
+		{"missing", map[string]string{"OCC_DATABASE_URL_FILE": filepath.Join(dir, "missing")}, "", "databaseURLFile " + filepath.Join(dir, "missing") + ": "},
+		{"a URL the store refuses", map[string]string{"OCC_DATABASE_URL_FILE": write("mysql", "mysql://occ:"+secret+"@db/occ")}, "", "database URL must start with postgres://"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(nil, mapEnv(tc.env))
+			if tc.wantErr == "" {
+				if err != nil || c.DatabaseURL != tc.wantURL {
+					t.Fatalf("load = %q, %v; want %q", c.DatabaseURL, err, tc.wantURL)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("load error = %v; want one containing %q", err, tc.wantErr)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error quotes the file's content: %v", err)
+			}
+		})
+	}
 }

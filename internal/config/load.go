@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
+
+	"github.com/openclaw/occ/internal/secretfile"
 )
 
 // The config file option is not part of Config: it says where the other
@@ -55,6 +57,11 @@ var options = []option{
 		flag: "database-url", env: "OCC_DATABASE_URL", yaml: "databaseURL", typ: "url",
 		usage: "postgres://... for PostgreSQL; empty means the embedded SQLite database in the data dir",
 		set:   func(c *Config, s string) error { c.DatabaseURL = s; return nil },
+	},
+	{
+		flag: "database-url-file", env: "OCC_DATABASE_URL_FILE", yaml: "databaseURLFile", typ: "path",
+		usage: "file holding the database URL (one line), instead of --database-url",
+		set:   func(c *Config, s string) error { c.DatabaseURLFile = s; return nil },
 	},
 	{
 		flag: "database-max-connections", env: "OCC_DATABASE_MAX_CONNECTIONS", yaml: "databaseMaxConnections", typ: "int",
@@ -391,6 +398,16 @@ func Load(flags *pflag.FlagSet, env func(string) string, drivers ComputeDrivers)
 	if c.PublicOrigin == "" {
 		c.PublicOrigin = DefaultPublicOrigin(c.Listen)
 	}
+	if c.DatabaseURLFile != "" {
+		if c.DatabaseURL != "" {
+			return Config{}, errors.New("databaseURL and databaseURLFile are both set: set one")
+		}
+		u, err := readDatabaseURLFile(c.DatabaseURLFile)
+		if err != nil {
+			return Config{}, err
+		}
+		c.DatabaseURL = u
+	}
 	if strings.TrimSpace(c.DataDir) != "" {
 		abs, err := filepath.Abs(c.DataDir)
 		if err != nil {
@@ -402,6 +419,19 @@ func Load(flags *pflag.FlagSet, env func(string) string, drivers ComputeDrivers)
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// readDatabaseURLFile reads the database URL from path, an absolute path
+// that may be a mounted Kubernetes Secret item (a symlink into ..data),
+// with the rule of every secret file (secretfile.CheckSecret): printable
+// ASCII, no space, no line break, at most 4 KiB. Errors name the file,
+// never its content.
+func readDatabaseURLFile(path string) (string, error) {
+	b, err := secretfile.ReadMountedSecret(path)
+	if err != nil {
+		return "", fmt.Errorf("databaseURLFile %s: %w", path, err)
+	}
+	return string(b), nil
 }
 
 func changed(fs *pflag.FlagSet, name string) *pflag.Flag {
@@ -420,6 +450,7 @@ type fileConfig struct {
 	DataDir         string             `yaml:"dataDir"`
 	Listen          string             `yaml:"listen"`
 	DatabaseURL     string             `yaml:"databaseURL"`
+	DatabaseURLFile string             `yaml:"databaseURLFile"`
 	DatabaseMaxConn int                `yaml:"databaseMaxConnections"`
 	PublicOrigin    string             `yaml:"publicOrigin"`
 	TrustedProxies  []string           `yaml:"trustedProxies"`
@@ -565,6 +596,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		DataDir:         c.DataDir,
 		Listen:          c.Listen,
 		DatabaseURL:     c.DatabaseURL,
+		DatabaseURLFile: c.DatabaseURLFile,
 		DatabaseMaxConn: c.DatabaseMaxConnections,
 		PublicOrigin:    c.PublicOrigin,
 		TrustedProxies:  c.TrustedProxies,
@@ -620,6 +652,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		DataDir:                    fc.DataDir,
 		Listen:                     fc.Listen,
 		DatabaseURL:                fc.DatabaseURL,
+		DatabaseURLFile:            fc.DatabaseURLFile,
 		DatabaseMaxConnections:     fc.DatabaseMaxConn,
 		PublicOrigin:               fc.PublicOrigin,
 		TrustedProxies:             fc.TrustedProxies,

@@ -84,6 +84,27 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* Mount points of the service key and the CA bundle. */}}
 {{- define "occ.keyDir" -}}/etc/occ/gateway-api-key{{- end -}}
+{{- define "occ.databaseDir" -}}/etc/occ/database{{- end -}}
+
+{{/* occ.databaseVolume / occ.databaseMount: the database URL's Secret item as a file (postgres). */}}
+{{- define "occ.databaseVolume" -}}
+{{- if eq .Values.database.mode "postgres" }}
+- name: database-url
+  secret:
+    secretName: {{ .Values.database.existingSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.database.secretKey }}
+        path: url
+{{- end }}
+{{- end -}}
+{{- define "occ.databaseMount" -}}
+{{- if eq .Values.database.mode "postgres" }}
+- name: database-url
+  mountPath: {{ include "occ.databaseDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
 {{- define "occ.caDir" -}}/etc/occ/gateway-ca{{- end -}}
 
 {{/*
@@ -124,18 +145,15 @@ as the routing objects below.
 {{- define "occ.workerServiceAccount" -}}{{ include "occ.workerName" . }}{{- end -}}
 
 {{/*
-occ.podEnv: the environment of the API and worker containers. The database URL comes from the
-operator's Secret; the service key and CA bundle are files, never values.
+occ.podEnv: the environment of the API and worker containers. The database URL, the service key
+and the CA bundle are files (the URL from the operator's Secret), never values in the environment.
 */}}
 {{- define "occ.podEnv" -}}
 - name: OCC_CONFIG
   value: /etc/occ/config/occ.yaml
 {{- if eq .Values.database.mode "postgres" }}
-- name: OCC_DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ .Values.database.existingSecret }}
-      key: {{ .Values.database.secretKey }}
+- name: OCC_DATABASE_URL_FILE
+  value: {{ include "occ.databaseDir" . }}/url
 {{- end }}
 {{- if .Values.gatewayRouting.enabled }}
 - name: OCC_GATEWAY_API_KEY_PATH
@@ -155,6 +173,7 @@ operator's Secret; the service key and CA bundle are files, never values.
 - name: tmp
   emptyDir:
     sizeLimit: 64Mi
+{{- include "occ.databaseVolume" . }}
 {{- if .Values.gatewayRouting.enabled }}
 - name: gateway-api-key
   secret:
@@ -191,6 +210,7 @@ operator's Secret; the service key and CA bundle are files, never values.
   readOnly: true
 - name: tmp
   mountPath: /tmp
+{{- include "occ.databaseMount" . }}
 {{- if .Values.gatewayRouting.enabled }}
 - name: gateway-api-key
   mountPath: {{ include "occ.keyDir" . }}
