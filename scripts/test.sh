@@ -17,7 +17,7 @@
 #      OCC_TEST_IMAGES_DIR and DOCKER_HOST, which the image tests (internal/images) use;
 #   5. build the Kubernetes test binaries (scripts/testenv/k8s-build.sh: kube-apiserver, etcd, kubectl,
 #      kube-controller-manager, kube-scheduler, kwok, envoy-gateway, egctl from Go modules into
-#      $HOME/.cache/occ/k8s-bin; about 8 minutes cold on 2 cores, nothing when already built), start the
+#      $HOME/.cache/occ/k8s-bin; 7-17 minutes cold on 2 cores (docs/testing.md, Cost), nothing when already built), start the
 #      Kubernetes test environment (scripts/testenv/k8s.sh start; idempotent: a running one is reused)
 #      and export what `scripts/testenv/k8s.sh env` prints (OCC_TEST_KUBECONFIG, OCC_TEST_EGCTL, ...),
 #      which the Kubernetes tests use (docs/testing.md, "Kubernetes test environment");

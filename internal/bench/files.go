@@ -21,7 +21,10 @@ import (
 // is the -benchtime count of each side. The run is bounded by a 15-minute
 // timeout.
 func FilesBenchmark(ctx context.Context, moduleDir string, ops int) ([]Result, error) {
-	out, err := goBench(ctx, moduleDir, "./internal/server", "WorkspaceFiles", ops)
+	// Anchored: BenchmarkWorkspaceFilesDocker and BenchmarkWorkspaceFilesSSH
+	// share the prefix and would start their own gateways (or fail under
+	// CI=true without Docker or the test sshd).
+	out, err := goBench(ctx, moduleDir, "./internal/server", "^BenchmarkWorkspaceFiles$", ops)
 	if err != nil {
 		return nil, err
 	}
