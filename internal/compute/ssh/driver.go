@@ -760,10 +760,11 @@ func (d *Driver) stopGateway(ctx context.Context, h *host, dir, agentID string) 
 // as ExecStartPre, the gateway as the runtime account, restarts on
 // failure except after a refused configuration (78). The revision's
 // configuration path in its environment is how scriptStatus tells which
-// revision the unit runs. The gateway's output goes to the journal: a StandardOutput=append: file
-// would be opened by systemd as root, before it switches to User=, in a
-// directory the runtime account owns, so a link planted there would make
-// root append the gateway's output to any file on the host.
+// revision the unit runs. The gateway's output goes to the journal: a
+// StandardOutput=append: file would be opened by systemd as root, before
+// it switches to User=, in a directory the runtime account owns, so a
+// link planted there would make root append the gateway's output to any
+// file on the host.
 func (d *Driver) renderUnit(h *host, dir, rh string, port int) string {
 	verify := fmt.Sprintf("/bin/sh -c 'if [ -f %[1]s/setup-identity.json ]; then %[2]s workspace-setup --verify --payload %[1]s/setup-identity.json --workspace %[1]s/state/workspace --node %[3]s --openclaw %[4]s --state-dir %[1]s/state >/dev/null || { echo verify-failed > %[1]s/status; exit 1; }; fi'",
 		dir, h.occPath(), d.node(), d.openclaw())

@@ -310,10 +310,10 @@ rm -f "$d/supervisor.pid"
 
 // scriptSystemdStart (root) installs the unit from stdin and restarts it.
 // The unit names its revision (the configuration path in its
-// environment), so root writes nothing inside the Agent's directory, which the runtime
-// account owns and could have planted a link in: the previous give-up
-// status is removed as the runtime account. Args: dir unitName
-// runtimeUser.
+// environment), so root writes nothing inside the Agent's directory,
+// which the runtime account owns and could have planted a link in: the
+// previous give-up status is removed as the runtime account. Args: dir
+// unitName runtimeUser.
 const scriptSystemdStart = `
 set -e
 d=$1 u=$2 ru=$3
