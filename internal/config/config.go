@@ -33,7 +33,7 @@ type Config struct {
 	// Empty means the embedded SQLite database in DataDir. It may contain a
 	// password, so it is never printed.
 	DatabaseURL string
-	// DatabaseURLFile names a file holding DatabaseURL (one line), so the
+	// DatabaseURLFile names a file holding DatabaseURL alone, so the
 	// URL and its password need not be in the environment or a command
 	// line: Load reads it (a mounted Kubernetes Secret item included) into
 	// DatabaseURL. Setting both is an error.

@@ -60,7 +60,7 @@ var options = []option{
 	},
 	{
 		flag: "database-url-file", env: "OCC_DATABASE_URL_FILE", yaml: "databaseURLFile", typ: "path",
-		usage: "file holding the database URL (one line), instead of --database-url",
+		usage: "file holding the database URL alone (no line break), instead of --database-url",
 		set:   func(c *Config, s string) error { c.DatabaseURLFile = s; return nil },
 	},
 	{
