@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/authz"
@@ -41,12 +42,19 @@ func (s *Service) CreateUser(ctx context.Context, email, password string) (store
 	return u, err
 }
 
+// maxEmailLen is the longest email address (RFC 5321's path limit less
+// its angle brackets), in bytes.
+const maxEmailLen = 254
+
 func validateEmail(email string) error {
 	at := strings.LastIndexByte(email, '@')
 	if email == "" {
 		return errkind.InvalidDetails("The email is required.", errkind.Detail{Path: "/email", Code: errkind.DetailRequired})
 	}
-	if len(email) > 254 || at <= 0 || at == len(email)-1 || strings.ContainsAny(email, " \t\r\n") {
+	if len(email) > maxEmailLen {
+		return errkind.InvalidDetails("The email must be at most 254 bytes.", errkind.Detail{Path: "/email", Code: errkind.DetailTooLong})
+	}
+	if at <= 0 || at == len(email)-1 || strings.ContainsAny(email, " \t\r\n") {
 		return errkind.InvalidDetails("The email is not a valid address.", errkind.Detail{Path: "/email", Code: errkind.DetailInvalidFormat})
 	}
 	return nil
@@ -111,6 +119,9 @@ type ServiceKeyInput struct {
 	ExpiresIn          *int64 // seconds; nil means the default
 }
 
+// maxKeyNameLen is the longest service key name, in characters.
+const maxKeyNameLen = 32
+
 // IssuedKey is a new key; Key is shown once (as apitypes.ServiceKey) and
 // never stored.
 type IssuedKey struct {
@@ -128,7 +139,9 @@ type IssuedKey struct {
 // created (the transaction rolls back), because an unaudited credential is
 // worse than a failed request.
 func (s *Service) IssueServiceKey(ctx context.Context, in ServiceKeyInput) (IssuedKey, error) {
-	if n := len(in.Name); n < 1 || n > 32 {
+	// Characters, not bytes: a name of 32 non-ASCII characters is within
+	// the limit the message states.
+	if n := utf8.RuneCountInString(in.Name); n < 1 || n > maxKeyNameLen {
 		code := errkind.DetailTooLong
 		if n == 0 {
 			code = errkind.DetailRequired
