@@ -192,6 +192,8 @@ func TestWorkspaceFilesAPI(t *testing.T) {
 		{"extra field", "USER.md", `{"content":"x","mode":1}`, nil, 400, "INVALID_REQUEST", "/mode:UNKNOWN_FIELD"},
 		{"content not a string", "USER.md", `{"content":1}`, nil, 400, "INVALID_REQUEST", "/content:INVALID_TYPE"},
 		{"body over 48 KiB", "USER.md", `{"content":"` + strings.Repeat("\\n", 24*1024) + `"}`, nil, 413, "PAYLOAD_TOO_LARGE", ""},
+		{"body of exactly 48 KiB", "USER.md", padJSON(t, `{"content":"x"}`, 48<<10), nil, 200, "", ""},
+		{"body of 48 KiB + 1", "USER.md", padJSON(t, `{"content":"x"}`, 48<<10+1), nil, 413, "PAYLOAD_TOO_LARGE", ""},
 		{"CAS with the current hash", "SOUL.md", `{"content":"second"}`, map[string]string{"If-Match": `"` + digest.Of("first") + `"`}, 200, "", ""},
 		{"CAS with a stale hash", "SOUL.md", `{"content":"third"}`, map[string]string{"If-Match": `"` + digest.Of("first") + `"`}, 412, "PRECONDITION_FAILED", ""},
 		{"weak If-Match", "SOUL.md", `{"content":"x"}`, map[string]string{"If-Match": `W/"` + digest.Of("second") + `"`}, 400, "INVALID_REQUEST", "/header/If-Match:INVALID_FORMAT"},
