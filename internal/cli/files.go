@@ -159,22 +159,31 @@ write that landed as success, and otherwise exits 6 without retrying.`,
 }
 
 // maxFileBytes bounds what occ reads as a file's new content; the server
-// refuses more than 16 KiB anyway and says so.
+// refuses more than 16 KiB anyway and says so. Content past it is refused
+// here, never cut to size.
 const maxFileBytes = 1 << 20
 
 func readContent(d deps, path string) (string, error) {
-	var b []byte
-	var err error
+	var r io.Reader
 	if path == "-" {
 		if d.stdin == nil {
 			return "", usageError(errors.New("no standard input"))
 		}
-		b, err = io.ReadAll(io.LimitReader(d.stdin, maxFileBytes))
+		r = d.stdin
 	} else {
-		b, err = os.ReadFile(path)
+		f, err := os.Open(path)
+		if err != nil {
+			return "", usageError(fmt.Errorf("reading the content: %w", err))
+		}
+		defer f.Close()
+		r = f
 	}
+	b, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	if err != nil {
 		return "", usageError(fmt.Errorf("reading the content: %w", err))
+	}
+	if len(b) > maxFileBytes {
+		return "", usageError(fmt.Errorf("the content is larger than %d bytes; a workspace file holds at most 16,384", maxFileBytes))
 	}
 	return string(b), nil
 }
