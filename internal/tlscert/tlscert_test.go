@@ -159,3 +159,40 @@ func TestNewRefusesBadPairs(t *testing.T) {
 		})
 	}
 }
+
+// TestFileSizeLimit: a PEM file of exactly maxFileBytes (a chain padded
+// with line breaks, which PEM parsing skips) loads; one byte more is
+// refused by its size, naming the file and the limit.
+func TestFileSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, _ := selfSigned(t, 1)
+	pad := func(b []byte, n int) []byte { return append(append([]byte{}, b...), strings.Repeat("\n", n-len(b))...) }
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	keyFile := write("key", key)
+	past := write("cert-past", pad(cert, maxFileBytes+1))
+	for _, tc := range []struct {
+		name, cert, key string
+		wantErr         string // "": loads
+	}{
+		{"cert at the limit", write("cert-at", pad(cert, maxFileBytes)), keyFile, ""},
+		{"key at the limit", write("cert", cert), write("key-at", pad(key, maxFileBytes)), ""},
+		{"cert one past", past, keyFile, "tls: " + past + " is larger than 1048576 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Options{CertFile: tc.cert, KeyFile: tc.key})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Errorf("New: error %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}
