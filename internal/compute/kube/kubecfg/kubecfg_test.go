@@ -136,6 +136,11 @@ func TestValidate(t *testing.T) {
 			`gatewayRouting.gatewayNamespace "openclaw.system" is not a Kubernetes name (DNS-1123 label): must not contain dots`,
 			`gatewayRouting.envoyNamespace "` + strings.Repeat("e", 64) + `" is not a Kubernetes name (DNS-1123 label): must be no more than 63 characters`,
 		}},
+		{"routing names of 63 characters", routed, func(c *Config) {
+			c.GatewayRouting.GatewayName = strings.Repeat("g", 63)
+			c.GatewayRouting.GatewayNamespace = strings.Repeat("n", 63)
+			c.GatewayRouting.EnvoyNamespace = strings.Repeat("e", 63)
+		}, nil},
 		{"hostname with port", routed, func(c *Config) { c.GatewayRouting.Hostname = "agents.example.com:443" }, []string{
 			`gatewayRouting.hostname "agents.example.com:443" must be a DNS name without scheme, port or path`,
 		}},
@@ -145,6 +150,11 @@ func TestValidate(t *testing.T) {
 		{"hostname upper case", routed, func(c *Config) { c.GatewayRouting.Hostname = "Agents.example.com" }, []string{
 			`gatewayRouting.hostname "Agents.example.com" is not a lower-case DNS name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 		}},
+		{"ports at 65535", routed, func(c *Config) {
+			c.GatewayRouting.EndpointPort = 65535
+			c.GatewayRouting.EnvoyHTTPSTargetPort = 65535
+			c.Network.GatewayPort = 65535
+		}, nil},
 		{"ports out of range", routed, func(c *Config) {
 			c.GatewayRouting.EndpointPort = 70000
 			c.GatewayRouting.EnvoyHTTPSTargetPort = -1
