@@ -223,6 +223,16 @@ and the CA bundle are files (the URL from the operator's Secret), never values i
 {{- end }}
 {{- end -}}
 
+{{/*
+occ.metricsServiceName (dict "root" . "component" C): the metrics Service of component C,
+<fullname>-<C>-metrics. A Service's name is a DNS label of at most 63 characters, so the full name
+is cut further when needed (only the worker's, for full names over 48 characters).
+*/}}
+{{- define "occ.metricsServiceName" -}}
+{{- $suffix := printf "-%s-metrics" .component -}}
+{{- printf "%s%s" (include "occ.fullname" .root | trunc (int (sub 63 (len $suffix))) | trimSuffix "-") $suffix -}}
+{{- end -}}
+
 {{/* occ.metricsPort: the container port of the metrics listener (metrics.enabled), in the API and worker containers. */}}
 {{- define "occ.metricsPort" -}}
 - name: metrics
