@@ -48,11 +48,15 @@ func TestBootstrapPasswordFile(t *testing.T) {
 	tests := []struct {
 		name, content string
 		wantErr       bool
+		errHas        string // with wantErr: a part of the error that tells which check refused
 	}{
-		{"trailing newline ignored", "a-long-enough-password\n", false},
-		{"empty", "", true},
-		{"too short for the policy", "short\n", true},
-		{"over 4096 bytes", strings.Repeat("x", 4097), true},
+		{"trailing newline ignored", "a-long-enough-password\n", false, ""},
+		{"empty", "", true, "empty"},
+		{"too short for the policy", "short\n", true, "at least 12 bytes"},
+		// The file limit (4096 bytes) is above the password policy's 1024:
+		// a file at it is read and then refused by the policy.
+		{"4096 bytes reach the policy", strings.Repeat("x", 4096), true, "at most 1024 bytes"},
+		{"over 4096 bytes", strings.Repeat("x", 4097), true, "larger than 4096 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,6 +70,9 @@ func TestBootstrapPasswordFile(t *testing.T) {
 			_, err := srv.Service.Bootstrap(t.Context(), occ.BootstrapInput{AdminEmail: "root@example.com", PasswordFile: p, Out: &out})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Bootstrap err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.errHas) {
+				t.Errorf("Bootstrap err = %v, want one containing %q", err, tc.errHas)
 			}
 			if err != nil && strings.Contains(err.Error(), strings.TrimSpace(tc.content)) && tc.content != "" {
 				t.Errorf("error %q repeats the password", err)
