@@ -419,3 +419,38 @@ func TestEveryRouteHasAMethod(t *testing.T) {
 		}
 	}
 }
+
+// TestReplySizeLimit: the client reads a reply of exactly 8 MiB and
+// refuses one byte more with an error that says so.
+func TestReplySizeLimit(t *testing.T) {
+	ctx := testutil.Context(t)
+	const limit = 8 << 20
+	for _, tc := range []struct {
+		name    string
+		size    int
+		wantErr string // "": read
+	}{
+		{"at the limit", limit, ""},
+		{"one past", limit + 1, "client: GET /openapi.json: reply larger than 8388608 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"a":"` + strings.Repeat("a", tc.size-len(`{"a":""}`)) + `"}`))
+			}))
+			defer srv.Close()
+			c, _ := client.New(srv.URL)
+			raw, err := c.OpenAPI(ctx)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Fatalf("OpenAPI: error %q, want %q", got, tc.wantErr)
+			}
+			if err == nil && len(raw) != tc.size {
+				t.Errorf("OpenAPI: %d bytes, want %d", len(raw), tc.size)
+			}
+		})
+	}
+}
