@@ -249,6 +249,7 @@ func TestAnswerLimits(t *testing.T) {
 		{"get over the read limit", 8192, big, false, "", unavailable("read_limit")},
 		{"set echo over the read limit", 8192, "", true, big, unknown("read_limit")},
 		{"get within the default limit", 0, big, false, "", outcome{}},
+		{"get of a file of 16 KiB", 0, strings.Repeat("b", workspace.MaxFileBytes), false, "", outcome{}},
 		{"get of a file over 16 KiB", 0, strings.Repeat("b", workspace.MaxFileBytes+1), false, "", unavailable("invalid_answer")},
 		{"get of a file with NUL", 0, "a\x00b", false, "", unavailable("invalid_answer")},
 	}
