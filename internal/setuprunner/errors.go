@@ -71,6 +71,8 @@ func errClass(err error) string {
 	switch {
 	case err == nil:
 		return "error"
+	case errors.Is(err, errTooLarge):
+		return "too-large"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):

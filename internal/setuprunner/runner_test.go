@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -645,5 +646,79 @@ func symlink(t *testing.T, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadBounds: every bounded read of a run at its limit (the run gets
+// through all read-only checks) and one byte past it (the run fails,
+// naming the rule): package.json 4 MiB, a template 1 MiB, a workspace file
+// 32,768 bytes; and the package.json search, which covers the executable's
+// directory and three parents. No OpenClaw runtime is needed: the package
+// is a stand-in and the run stops before native setup.
+func TestReadBounds(t *testing.T) {
+	t.Parallel()
+	stop := errors.New("stop before native setup")
+	tests := []struct {
+		name     string
+		depth    int // directories between the package root and the executable
+		manifest int // bytes of package.json; 0: unpadded
+		template int // bytes of the AGENTS.md template; 0: a short one
+		userFile int // bytes of a USER.md already in the workspace; 0: none
+		want     string
+	}{
+		{name: "package.json three parents up", depth: 3},
+		{name: "package.json four parents up", depth: 4, want: "workspace setup failed at package: not-found"},
+		{name: "package.json of 4 MiB", manifest: 4 << 20},
+		{name: "package.json of 4 MiB + 1", manifest: 4<<20 + 1, want: "workspace setup failed at package: read-manifest: too-large"},
+		{name: "template of 1 MiB", template: 1 << 20},
+		{name: "template of 1 MiB + 1", template: 1<<20 + 1, want: "workspace setup failed at defaults: read-template: too-large"},
+		{name: "workspace file of 32768 bytes", userFile: 32768},
+		{name: "workspace file of 32769 bytes", userFile: 32769, want: "workspace setup failed at conflicts: USER.md: too-large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			const manifest = `{"name":"openclaw"}`
+			writeFile(t, filepath.Join(root, "package.json"), manifest+strings.Repeat(" ", max(tt.manifest-len(manifest), 0)))
+			for _, name := range workspace.Names {
+				text := "# " + name + "\n"
+				if name == workspace.AgentsMD && tt.template > 0 {
+					text = strings.Repeat("a", tt.template)
+				}
+				writeFile(t, filepath.Join(root, "docs", "reference", "templates", name), text)
+			}
+			exe := root
+			for i := range tt.depth {
+				exe = filepath.Join(exe, fmt.Sprintf("d%d", i))
+			}
+			exe = filepath.Join(exe, "openclaw.mjs")
+			writeFile(t, exe, "")
+			ws := newWorkspace(t)
+			if tt.userFile > 0 {
+				writeFile(t, filepath.Join(ws, workspace.UserMD), strings.Repeat("u", tt.userFile))
+			}
+			s := pendingSetup(crashFiles)
+			s.DefaultsID = "" // the stand-in's templates are not the pinned release's
+			err = setuprunner.Apply(testContext(t, time.Minute), s, setuprunner.Options{
+				Workspace: ws, Runtime: setuprunner.Runtime{Node: noRuntime.Node, Executable: exe},
+				AfterStep: func(step string) error {
+					if step == "preflight" {
+						return stop
+					}
+					return nil
+				},
+			})
+			got := ""
+			if !errors.Is(err, stop) {
+				got = fmt.Sprint(err)
+			}
+			if got != tt.want {
+				t.Errorf("Apply: %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
