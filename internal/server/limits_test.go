@@ -154,3 +154,32 @@ func TestRouteBodyLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestPageSizeLimits: every paged list takes limit 1 to 500 (the audit
+// list 1 to 200); 0 and one past the maximum answer 400 naming the query
+// parameter. TestPagedLists checks what the pages hold.
+func TestPageSizeLimits(t *testing.T) {
+	e := newEnv(t, testdb.SQLite(t))
+	var ns, cfg, agent idOnly
+	e.must("POST", "/namespaces", map[string]string{"name": "pages"}, e.admin, 201, &ns)
+	e.must("POST", "/namespaces/"+ns.ID+"/configurations", map[string]any{"name": "c", "kind": "agent", "document": map[string]any{}}, e.admin, 201, &cfg)
+	e.must("POST", "/namespaces/"+ns.ID+"/agents", map[string]string{"name": "a", "configurationId": cfg.ID}, e.admin, 201, &agent)
+	lists := map[string]int{
+		"/namespaces": 500, "/namespaces/" + ns.ID + "/configurations": 500, "/namespaces/" + ns.ID + "/agents": 500,
+		"/namespaces/" + ns.ID + "/agents/" + agent.ID + "/revisions": 500,
+		"/iam/service-principals":                                     500, "/iam/roles": 500, "/iam/access-bindings": 500, "/iam/restrictions": 500,
+		"/audit-events": 200,
+	}
+	refused := limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/query/limit:INVALID_VALUE"}
+	for path, max := range lists {
+		for _, tc := range []struct {
+			limit int
+			want  limitReply
+		}{{1, limitReply{Status: 200}}, {max, limitReply{Status: 200}}, {0, refused}, {max + 1, refused}} {
+			code, env, _ := e.do("GET", fmt.Sprintf("%s?limit=%d", path, tc.limit), nil, e.admin)
+			if diff := cmp.Diff(tc.want, replyOf(code, env)); diff != "" {
+				t.Errorf("GET %s?limit=%d (-want +got):\n%s", path, tc.limit, diff)
+			}
+		}
+	}
+}
