@@ -285,7 +285,10 @@ func (s *Sessions) SignIn(ctx context.Context, email, password string) (*http.Co
 func (s *Sessions) check(ctx context.Context, email, password string) (user store.User, judged bool, err error) {
 	user, err = s.store.GetUserByEmail(systemContext(ctx), email)
 	switch {
-	case errkind.Is(err, errkind.NotFound):
+	case errkind.Is(err, errkind.NotFound), errkind.Is(err, errkind.Invalid):
+		// Invalid: an email the database cannot even hold (PostgreSQL
+		// refuses a NUL) belongs to no user; it is a wrong credential
+		// like any other, not an internal error.
 		user = store.User{} // verify against the dummy hash below
 	case err != nil:
 		return store.User{}, false, storeError("load user", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/authn"
@@ -54,11 +55,16 @@ func validateEmail(email string) error {
 	if len(email) > maxEmailLen {
 		return errkind.InvalidDetails("The email must be at most 254 bytes.", errkind.Detail{Path: "/email", Code: errkind.DetailTooLong})
 	}
-	if at <= 0 || at == len(email)-1 || strings.ContainsAny(email, " \t\r\n") {
+	if at <= 0 || at == len(email)-1 || strings.ContainsFunc(email, isSpaceOrControl) {
 		return errkind.InvalidDetails("The email is not a valid address.", errkind.Detail{Path: "/email", Code: errkind.DetailInvalidFormat})
 	}
 	return nil
 }
+
+// isSpaceOrControl reports the characters no email and no key name may
+// hold. A NUL would also be refused by PostgreSQL (not by SQLite), and
+// only with a message naming no field.
+func isSpaceOrControl(r rune) bool { return r == ' ' || unicode.IsControl(r) }
 
 // CreateServicePrincipal adds a non-human identity, optionally limited to
 // one Namespace.
@@ -147,6 +153,9 @@ func (s *Service) IssueServiceKey(ctx context.Context, in ServiceKeyInput) (Issu
 			code = errkind.DetailRequired
 		}
 		return IssuedKey{}, errkind.InvalidDetails("The key name must be 1 to 32 characters.", errkind.Detail{Path: "/name", Code: code})
+	}
+	if strings.ContainsFunc(in.Name, unicode.IsControl) {
+		return IssuedKey{}, errkind.InvalidDetails("The key name must not contain control characters.", errkind.Detail{Path: "/name", Code: errkind.DetailInvalidValue})
 	}
 	ttl, err := authn.ValidateExpiresIn(in.ExpiresIn)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/testdb"
 )
 
@@ -182,4 +183,40 @@ func TestPageSizeLimits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestControlCharactersRefused: free-text fields refuse control
+// characters with a detail naming the field, on both engines alike (a NUL
+// reached PostgreSQL, which refused it without naming a field, while
+// SQLite stored it), and a sign-in with such an email is a wrong
+// credential, not an internal error.
+func TestControlCharactersRefused(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		e := newEnv(t, st)
+		var sp idOnly
+		e.must("POST", "/iam/service-principals", map[string]string{"name": "keyholder"}, e.admin, 201, &sp)
+		tests := []struct {
+			name, path string
+			body       any
+			c          cred
+			want       limitReply
+		}{
+			{"key name with NUL", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": "a\x00b"}, e.admin,
+				limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/name:INVALID_VALUE"}},
+			{"key name with a line break", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": "a\nb"}, e.admin,
+				limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/name:INVALID_VALUE"}},
+			{"email with NUL", "/iam/users", map[string]string{"email": "a\x00b@example.com", "password": testPassword}, e.admin,
+				limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/email:INVALID_FORMAT"}},
+			{"sign-in with NUL in the email", "/api/auth/sign-in/email", map[string]string{"email": "a\x00b@example.com", "password": testPassword}, cred{},
+				limitReply{Status: 401, Code: "UNAUTHENTICATED"}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				code, env, _ := e.do("POST", tc.path, tc.body, tc.c)
+				if diff := cmp.Diff(tc.want, replyOf(code, env)); diff != "" {
+					t.Errorf("POST %s (-want +got):\n%s", tc.path, diff)
+				}
+			})
+		}
+	})
 }
