@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/httpx"
@@ -54,6 +57,11 @@ func parseAuditQuery(r *http.Request) (auditQuery, int, string, error) {
 			bad(k, errkind.DetailInvalidValue)
 		} else if len(v[0]) > 400 {
 			bad(k, errkind.DetailTooLong)
+		} else if !utf8.ValidString(v[0]) || strings.ContainsFunc(v[0], unicode.IsControl) {
+			// No stored value holds one, and PostgreSQL refuses a NUL
+			// in a text parameter (without naming it) where SQLite
+			// would match nothing: refused alike on both engines.
+			bad(k, errkind.DetailInvalidValue)
 		}
 	}
 	f := auditQuery{

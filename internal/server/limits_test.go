@@ -218,5 +218,16 @@ func TestControlCharactersRefused(t *testing.T) {
 				}
 			})
 		}
+		// The audit log's filters: a control character or invalid UTF-8
+		// is refused naming the parameter (PostgreSQL refused a NUL
+		// without naming it; SQLite answered an empty page).
+		for _, q := range []string{"actorId=a%00b", "action=a%0Ab", "resourceId=%FF", "kind=%7F"} {
+			name, _, _ := strings.Cut(q, "=")
+			want := limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/query/" + name + ":INVALID_VALUE"}
+			code, env, _ := e.do("GET", "/audit-events?"+q, nil, e.admin)
+			if diff := cmp.Diff(want, replyOf(code, env)); diff != "" {
+				t.Errorf("GET /audit-events?%s (-want +got):\n%s", q, diff)
+			}
+		}
 	})
 }
