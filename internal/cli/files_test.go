@@ -15,13 +15,7 @@ import (
 // cut to size.
 func TestReadContentLimit(t *testing.T) {
 	dir := t.TempDir()
-	file := func(name string, n int) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(strings.Repeat("f", n)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := func(name string, n int) string { return sizedFile(t, dir, name, "f", n) }
 	type result struct {
 		Len  int
 		Exit int // 0: read
@@ -52,4 +46,15 @@ func TestReadContentLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sizedFile writes n copies of fill to dir/name (mode 0600) and returns
+// its path: the inputs of the size limit tests.
+func sizedFile(t *testing.T, dir, name, fill string, n int) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(strings.Repeat(fill, n)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,13 +13,7 @@ import (
 // quotes nothing of the input.
 func TestSecretInputLimits(t *testing.T) {
 	dir := t.TempDir()
-	keyFile := func(name string, n int) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(strings.Repeat("k", n)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	keyFile := func(name string, n int) string { return sizedFile(t, dir, name, "k", n) }
 	password := func(n int) func() (string, error) {
 		return func() (string, error) {
 			return readPassword(deps{stdin: strings.NewReader(strings.Repeat("p", n))}, true)
