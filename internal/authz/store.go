@@ -725,12 +725,7 @@ func (w *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 	if nsRead.OutOfScope {
 		return none, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
 	}
-	if nsRead.Allowed {
-		// A reader of a missing Namespace learns that it is missing.
-		if _, err := w.inner.GetNamespace(ctx, namespaceID); err != nil {
-			return none, err
-		}
-	} else if !acc.readsSomeAgentIn(namespaceID) {
+	if !nsRead.Allowed && !acc.readsSomeAgentIn(namespaceID) {
 		// Decided from the grants alone, not from one page: whether the
 		// caller may see anything here must not depend on where it pages.
 		return none, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
@@ -738,6 +733,15 @@ func (w *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 	page, err := w.inner.ListAgents(ctx, namespaceID, p)
 	if err != nil {
 		return none, err
+	}
+	if nsRead.Allowed && len(page.Items) == 0 {
+		// A reader of a missing Namespace learns that it is missing. Only
+		// an empty page needs the extra read: an Agent row references its
+		// Namespace's, so a page with Agents proves it exists (one query
+		// fewer on every page that has them).
+		if _, err := w.inner.GetNamespace(ctx, namespaceID); err != nil {
+			return none, err
+		}
 	}
 	out := make([]store.Agent, 0, len(page.Items))
 	for _, a := range page.Items {
