@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
@@ -76,10 +77,17 @@ func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
 // newRealEnv runs the server and its worker (in the background, on the
 // real clock, with the real gateway client) over driver d, with a ready
 // Namespace and a Configuration: what every real-driver end-to-end test
-// starts from.
+// starts from. Tests run it with the package's in-memory trace pipeline;
+// benchmarks without one, as occ server runs by default (no OTEL_*
+// variables): recording and storing every span of every operation
+// measured OCC's tracing, not OCC. (A benchmark run together with tests,
+// without -run '^$', inherits the global provider the tests installed.)
 func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	t.Helper()
-	_, tp := testTraces()
+	var tp trace.TracerProvider
+	if _, bench := t.(*testing.B); !bench {
+		_, tp = testTraces()
+	}
 	files := newSwitchFiles(t)
 	e := newEnvWith(t, st, server.Options{Driver: d, Files: files, Now: time.Now,
 		Worker: worker.Options{Poll: 100 * time.Millisecond}, TracerProvider: tp})
