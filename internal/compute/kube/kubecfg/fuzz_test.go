@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/openclaw/occ/internal/config"
 )
 
 // FuzzFromSection: any section text either fails with a message or yields
-// a Config that validates again, whose model egress exceptions parse and
+// a Config that validates again, whose image pull Secrets' copies are
+// distinct Secret names, and whose model egress exceptions parse and
 // lie inside the address family of the block they are rendered into (the
 // API server refuses an IPBlock whose except is outside its CIDR).
 func FuzzFromSection(f *testing.F) {
@@ -21,6 +23,9 @@ func FuzzFromSection(f *testing.F) {
 		"network: {gatewayClients: [10.0.0.0/8], modelEgressExcept: [0.0.0.0/0]}\nruntime: {gatewayImage: gw, occImage: occ}\n",
 		"gatewayRouting: {gatewayName: g, gatewayNamespace: n, envoyNamespace: e}\nnetwork: {gatewayTrustedProxyCidrs: [10.244.0.0/16]}\nruntime: {gatewayImage: gw, occImage: occ}\n",
 		"network: [1, 2]",
+		"network: {gatewayClients: [10.0.0.0/8]}\nruntime: {gatewayImage: gw, occImage: occ, imagePullSecrets: [regcred, mirror.example.com], imagePullSecretsNamespace: occ}\n",
+		"network: {gatewayClients: [10.0.0.0/8]}\nruntime: {gatewayImage: gw, occImage: occ, imagePullSecrets: [regcred, regcred], imagePullSecretsNamespace: occ}\n",
+		"network: {gatewayClients: [10.0.0.0/8]}\nruntime: {gatewayImage: gw, occImage: occ, imagePullSecrets: [regcred]}\n",
 	} {
 		f.Add(seed)
 	}
@@ -42,6 +47,15 @@ func FuzzFromSection(f *testing.F) {
 		}
 		if err := c.Validate(); err != nil {
 			t.Errorf("FromSection(%q) accepted %+v, which does not validate: %v", text, c, err)
+		}
+		// Each image pull Secret's copy is a Secret name of its own.
+		copies := map[string]bool{}
+		for _, name := range c.Runtime.ImagePullSecrets {
+			cp := ImagePullSecretCopyName(name)
+			if msgs := validation.IsDNS1123Subdomain(cp); len(msgs) > 0 || copies[cp] {
+				t.Errorf("FromSection(%q): the copy %q of image pull Secret %q is not a Secret name of its own: %v", text, cp, name, msgs)
+			}
+			copies[cp] = true
 		}
 		v4, v6 := c.Network.ModelEgressExceptions()
 		for _, list := range []struct {

@@ -145,7 +145,38 @@ type Runtime struct {
 	GatewayStorageClassName string `yaml:"gatewayStorageClassName" json:"gatewayStorageClassName,omitempty"`
 	// GatewayStorageSize defaults to 10Gi.
 	GatewayStorageSize string `yaml:"gatewayStorageSize" json:"gatewayStorageSize,omitempty"`
+	// ImagePullSecrets name registry credentials for GatewayImage and
+	// OCCImage: Secrets of type kubernetes.io/dockerconfigjson or
+	// kubernetes.io/dockercfg in ImagePullSecretsNamespace. A Pod can only
+	// use pull Secrets of its own namespace, so the driver copies each
+	// into the tenant namespace (as ImagePullSecretCopyName) every time it
+	// prepares a revision, and the gateway Pods list the copies. Optional;
+	// at most MaxImagePullSecrets.
+	ImagePullSecrets []string `yaml:"imagePullSecrets" json:"imagePullSecrets,omitempty"`
+	// ImagePullSecretsNamespace is where the ImagePullSecrets live (the
+	// Helm chart sets its release namespace); required with them.
+	ImagePullSecretsNamespace string `yaml:"imagePullSecretsNamespace" json:"imagePullSecretsNamespace,omitempty"`
 }
+
+// MaxImagePullSecrets bounds runtime.imagePullSecrets: each is read and
+// applied on every PrepareRevision, and a registry needs one or two.
+const MaxImagePullSecrets = 16
+
+// imagePullSecretCopyPrefix starts the name of every copy of an image pull
+// Secret in a tenant namespace. No other object the driver names starts
+// with it, so a copy cannot collide with the driver's own Secrets.
+const imagePullSecretCopyPrefix = "image-pull-"
+
+// maxImagePullSecretName is the longest source name whose copy's name
+// (imagePullSecretCopyPrefix + name) is still a Secret name (253).
+const maxImagePullSecretName = validation.DNS1123SubdomainMaxLength - len(imagePullSecretCopyPrefix)
+
+// ImagePullSecretCopyName is the name of the copy of the image pull Secret
+// source in each tenant namespace: image-pull-<source>. It keeps the
+// source's name readable (an operator debugging a pull sees which
+// credentials a Pod uses); only names, not namespaces, go into it, so a
+// copy is the same object whatever ImagePullSecretsNamespace says.
+func ImagePullSecretCopyName(source string) string { return imagePullSecretCopyPrefix + source }
 
 // Resources are Kubernetes quantities ("500m", "1Gi"); an empty value is
 // not set.
@@ -216,6 +247,7 @@ func (c Config) WithDefaults() Config {
 		n.DNS.PodLabels = labels
 	}
 	rt := &c.Runtime
+	rt.ImagePullSecrets = slices.Clone(rt.ImagePullSecrets)
 	setDefault(&rt.OCCBinaryPath, DefaultOCCBinaryPath)
 	setDefault(&rt.Node, DefaultNode)
 	setDefault(&rt.OpenClawExecutable, DefaultOpenClawExecutable)
@@ -386,6 +418,33 @@ func (c Config) Validate() error {
 	}
 	if q, err := resource.ParseQuantity(rt.GatewayStorageSize); err != nil || q.Sign() <= 0 {
 		add("runtime.gatewayStorageSize %q is not a positive quantity like 10Gi", rt.GatewayStorageSize)
+	}
+	if n := len(rt.ImagePullSecrets); n > MaxImagePullSecrets {
+		add("runtime.imagePullSecrets lists %d Secrets; at most %d are allowed", n, MaxImagePullSecrets)
+	}
+	seen := make(map[string]int, len(rt.ImagePullSecrets))
+	for i, name := range rt.ImagePullSecrets {
+		switch msgs := validation.IsDNS1123Subdomain(name); {
+		case len(msgs) > 0:
+			add("runtime.imagePullSecrets[%d] %q is not a Kubernetes name: %s", i, name, strings.Join(msgs, "; "))
+		case len(name) > maxImagePullSecretName:
+			add("runtime.imagePullSecrets[%d] %q is longer than %d characters: its copy %s<name> in each tenant namespace must be a Kubernetes name", i, name, maxImagePullSecretName, imagePullSecretCopyPrefix)
+		}
+		if j, dup := seen[name]; dup {
+			add("runtime.imagePullSecrets[%d] %q repeats runtime.imagePullSecrets[%d]", i, name, j)
+		} else {
+			seen[name] = i
+		}
+	}
+	switch ns := rt.ImagePullSecretsNamespace; {
+	case ns == "" && len(rt.ImagePullSecrets) > 0:
+		add("runtime.imagePullSecretsNamespace is required with runtime.imagePullSecrets: name the namespace the Secrets are in")
+	case ns != "" && len(rt.ImagePullSecrets) == 0:
+		add("runtime.imagePullSecretsNamespace is only used with runtime.imagePullSecrets; remove it or list the Secrets")
+	case ns != "":
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			add("runtime.imagePullSecretsNamespace %q is not a Kubernetes name: %s", ns, strings.Join(msgs, "; "))
+		}
 	}
 
 	for _, f := range []struct{ key, v string }{

@@ -1,11 +1,13 @@
 package kubecfg
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // routed is a minimal valid configuration with routing.
@@ -187,6 +189,52 @@ func TestValidate(t *testing.T) {
 		{"context without kubeconfig", direct, func(c *Config) { c.Context = "prod" }, []string{
 			`context "prod" needs kubeconfig: the in-cluster configuration has no contexts`,
 		}},
+		{"image pull secrets", routed, func(c *Config) {
+			c.Runtime.ImagePullSecrets = []string{"registry-credentials", "mirror.example.com"}
+			c.Runtime.ImagePullSecretsNamespace = "openclaw-system"
+		}, nil},
+		{"image pull secrets at their limits", routed, func(c *Config) {
+			c.Runtime.ImagePullSecrets = nil
+			for i := range MaxImagePullSecrets - 1 {
+				c.Runtime.ImagePullSecrets = append(c.Runtime.ImagePullSecrets, fmt.Sprintf("pull-%d", i))
+			}
+			c.Runtime.ImagePullSecrets = append(c.Runtime.ImagePullSecrets, strings.Repeat("p", 242))
+			c.Runtime.ImagePullSecretsNamespace = strings.Repeat("n", 63)
+		}, nil},
+		{"image pull secrets malformed, repeated, too long", routed, func(c *Config) {
+			c.Runtime.ImagePullSecrets = []string{"Registry_Credentials", "regcred", "", "regcred", strings.Repeat("p", 243)}
+			c.Runtime.ImagePullSecretsNamespace = "openclaw-system"
+		}, []string{
+			`runtime.imagePullSecrets[0] "Registry_Credentials" is not a Kubernetes name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`runtime.imagePullSecrets[2] "" is not a Kubernetes name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`runtime.imagePullSecrets[3] "regcred" repeats runtime.imagePullSecrets[1]`,
+			`runtime.imagePullSecrets[4] "` + strings.Repeat("p", 243) + `" is longer than 242 characters: its copy image-pull-<name> in each tenant namespace must be a Kubernetes name`,
+		}},
+		{"too many image pull secrets", routed, func(c *Config) {
+			c.Runtime.ImagePullSecrets = nil
+			for i := range MaxImagePullSecrets + 1 {
+				c.Runtime.ImagePullSecrets = append(c.Runtime.ImagePullSecrets, fmt.Sprintf("pull-%d", i))
+			}
+			c.Runtime.ImagePullSecretsNamespace = "openclaw-system"
+		}, []string{
+			"runtime.imagePullSecrets lists 17 Secrets; at most 16 are allowed",
+		}},
+		{"image pull secrets without their namespace", direct, func(c *Config) {
+			c.Runtime.ImagePullSecrets = []string{"regcred"}
+		}, []string{
+			"runtime.imagePullSecretsNamespace is required with runtime.imagePullSecrets: name the namespace the Secrets are in",
+		}},
+		{"image pull secrets namespace without secrets", direct, func(c *Config) {
+			c.Runtime.ImagePullSecretsNamespace = "openclaw-system"
+		}, []string{
+			"runtime.imagePullSecretsNamespace is only used with runtime.imagePullSecrets; remove it or list the Secrets",
+		}},
+		{"image pull secrets namespace not a DNS label", direct, func(c *Config) {
+			c.Runtime.ImagePullSecrets = []string{"regcred"}
+			c.Runtime.ImagePullSecretsNamespace = "openclaw.system"
+		}, []string{
+			`runtime.imagePullSecretsNamespace "openclaw.system" is not a Kubernetes name: must not contain dots`,
+		}},
 		{"DNS selectors", direct, func(c *Config) {
 			c.Network.DNS = DNS{Namespace: "Kube-System", PodLabels: map[string]string{"k8s app": "kube-dns"}}
 		}, []string{
@@ -240,6 +288,12 @@ func TestWithDefaults(t *testing.T) {
 	if c.GatewayRouting.GatewayName != "oce-agent-gateways" || c.Network.GatewayTrustedProxyCIDRs[0] != "10.244.0.0/16" {
 		t.Errorf("changing the result of WithDefaults changed the original: %+v", c)
 	}
+	c.Runtime.ImagePullSecrets = []string{"regcred"}
+	c.WithDefaults().Runtime.ImagePullSecrets[0] = "changed"
+	if c.Runtime.ImagePullSecrets[0] != "regcred" {
+		t.Errorf("changing the result of WithDefaults changed the original's image pull Secrets: %v", c.Runtime.ImagePullSecrets)
+	}
+	c.Runtime.ImagePullSecrets = nil
 	// An explicit budget is kept as written.
 	c.Resources = Resources{Requests: ResourceList{CPU: "1"}}
 	if diff := cmp.Diff(c.Resources, c.WithDefaults().Resources); diff != "" {
@@ -325,5 +379,21 @@ func TestModelEgressExceptions(t *testing.T) {
 	}
 	if diff := cmp.Diff(want6, v6); diff != "" {
 		t.Errorf("IPv6 (-want +got):\n%s", diff)
+	}
+}
+
+// TestImagePullSecretCopyName: the copy keeps the source's name after a
+// fixed prefix, and the longest name Validate accepts still gives a
+// Secret name.
+func TestImagePullSecretCopyName(t *testing.T) {
+	if got, want := ImagePullSecretCopyName("regcred"), "image-pull-regcred"; got != want {
+		t.Errorf("ImagePullSecretCopyName(regcred) = %q, want %q", got, want)
+	}
+	longest := strings.Repeat("p", maxImagePullSecretName)
+	if msgs := validation.IsDNS1123Subdomain(ImagePullSecretCopyName(longest)); len(msgs) > 0 {
+		t.Errorf("the copy of a %d-character name is not a Secret name: %v", len(longest), msgs)
+	}
+	if msgs := validation.IsDNS1123Subdomain(ImagePullSecretCopyName(longest + "p")); len(msgs) == 0 {
+		t.Errorf("the copy of a %d-character name is a Secret name; maxImagePullSecretName is too small", len(longest)+1)
 	}
 }
