@@ -682,15 +682,7 @@ func TestReadBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const manifest = `{"name":"openclaw"}`
-			writeFile(t, filepath.Join(root, "package.json"), manifest+strings.Repeat(" ", max(tt.manifest-len(manifest), 0)))
-			for _, name := range workspace.Names {
-				text := "# " + name + "\n"
-				if name == workspace.AgentsMD && tt.template > 0 {
-					text = strings.Repeat("a", tt.template)
-				}
-				writeFile(t, filepath.Join(root, "docs", "reference", "templates", name), text)
-			}
+			standInPackage(t, root, tt.manifest, tt.template)
 			exe := root
 			for i := range tt.depth {
 				exe = filepath.Join(exe, fmt.Sprintf("d%d", i))
@@ -718,6 +710,77 @@ func TestReadBounds(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("Apply: %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// standInPackage writes a stand-in OpenClaw package at root: package.json
+// padded with spaces to manifest bytes (0: unpadded) and the four
+// templates, AGENTS.md of template bytes (0: a short one like the others).
+// Its templates are not the pinned release's: a setup run on it needs an
+// empty DefaultsID.
+func standInPackage(t *testing.T, root string, manifest, template int) {
+	t.Helper()
+	const name = `{"name":"openclaw"}`
+	writeFile(t, filepath.Join(root, "package.json"), name+strings.Repeat(" ", max(manifest-len(name), 0)))
+	for _, n := range workspace.Names {
+		text := "# " + n + "\n"
+		if n == workspace.AgentsMD && template > 0 {
+			text = strings.Repeat("a", template)
+		}
+		writeFile(t, filepath.Join(root, "docs", "reference", "templates", n), text)
+	}
+}
+
+// TestNativeOutputLimit: native setup may print 1 MiB on each of its
+// standard output and standard error (the reference's maxBuffer, per
+// stream); one byte more on either is a failure of class output-too-large,
+// and no marker is written. The real OpenClaw cannot be made to print a
+// chosen amount, so "node" here is /bin/sh and the executable a script in
+// a stand-in package that prints exactly that many bytes and exits 0: the
+// runner starts it as it starts native setup (same arguments, environment
+// and process group), and the run goes on to write the files and the
+// marker as after a real native setup.
+func TestNativeOutputLimit(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	tests := []struct {
+		name           string
+		stdout, stderr int // bytes native setup prints
+		want           string
+	}{
+		{name: "1 MiB on standard output", stdout: mib},
+		{name: "1 MiB + 1 on standard output", stdout: mib + 1, want: "workspace setup failed at native-setup-1: output-too-large"},
+		{name: "1 MiB on standard error", stderr: mib},
+		{name: "1 MiB + 1 on standard error", stderr: mib + 1, want: "workspace setup failed at native-setup-1: output-too-large"},
+		{name: "1 MiB on each", stdout: mib, stderr: mib},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			standInPackage(t, root, 0, 0)
+			exe := filepath.Join(root, "openclaw.mjs")
+			writeFile(t, exe, fmt.Sprintf("head -c %d /dev/zero\nhead -c %d /dev/zero >&2\n", tt.stdout, tt.stderr))
+			ws := newWorkspace(t)
+			s := pendingSetup(crashFiles)
+			s.DefaultsID = "" // the stand-in's templates
+			err = setuprunner.Apply(testContext(t, time.Minute), s, setuprunner.Options{
+				Workspace: ws, Runtime: setuprunner.Runtime{Node: "/bin/sh", Executable: exe},
+			})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("Apply: %q, want %q", got, tt.want)
+			}
+			if marker := exists(filepath.Join(ws, workspace.MarkerName)); marker != (tt.want == "") {
+				t.Errorf("marker written: %v, want %v", marker, tt.want == "")
 			}
 		})
 	}
