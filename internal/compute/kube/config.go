@@ -58,6 +58,13 @@ const (
 	AnnotationAgentRevisionID = "openclaw.dev/agent-revision-id"
 	AnnotationAgentRevision   = "openclaw.dev/agent-revision"
 
+	// LabelImagePullSecret ("true") marks the driver's copy of one of
+	// runtime.imagePullSecrets in a tenant namespace, and
+	// AnnotationImagePullSecretSource names its source, <namespace>/<name>.
+	// The copies belong to the tenant namespace, not to an Agent.
+	LabelImagePullSecret            = "openclaw.dev/image-pull-secret"
+	AnnotationImagePullSecretSource = "openclaw.dev/image-pull-secret-source"
+
 	// Envoy Gateway's labels on the proxy Pods of a Gateway.
 	LabelOwningGatewayNamespace = "gateway.envoyproxy.io/owning-gateway-namespace"
 	LabelOwningGatewayName      = "gateway.envoyproxy.io/owning-gateway-name"
@@ -141,6 +148,11 @@ func StatePVCName(agentID string) string { return "gateway-state-" + AgentHash(a
 // SetupSecretName names the Agent's workspace-setup Secret:
 // workspace-setup-<agentHash>.
 func SetupSecretName(agentID string) string { return "workspace-setup-" + AgentHash(agentID) }
+
+// ImagePullSecretName names the copy of the image pull Secret source (one
+// of runtime.imagePullSecrets) in every tenant namespace:
+// image-pull-<source>.
+func ImagePullSecretName(source string) string { return kubecfg.ImagePullSecretCopyName(source) }
 
 // Tenant NetworkPolicy names.
 const (

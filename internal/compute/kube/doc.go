@@ -13,6 +13,11 @@
 // Security Standard; NetworkPolicies default-deny, allow-dns,
 // allow-gateway-ingress (only the Envoy Pods of the Gateway, on the
 // gateway port) and allow-model-egress (TCP 443 outside private ranges).
+// With runtime.imagePullSecrets, PrepareRevision also copies each of those
+// registry-credential Secrets into the namespace as image-pull-<name>
+// (refreshed on every prepare; a missing or non-registry source fails the
+// prepare, and no gateway is deployed without them), and the gateway Pods
+// list the copies as their imagePullSecrets.
 //
 // Per Agent, with <a> = sha256(agentId)[:12] and <r> = sha256(revisionId)[:12]:
 //

@@ -203,11 +203,13 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) erro
 // PrepareRevision applies everything the revision needs and reports Ready
 // once its gateway Deployment is available:
 //
-//  1. the native configuration (permanent CONFIGURATION_INVALID on
+//  1. the copies of runtime.imagePullSecrets in the tenant namespace,
+//     refreshed from their sources on every call (ensureImagePullSecrets);
+//  2. the native configuration (permanent CONFIGURATION_INVALID on
 //     conflicts) as the revision's immutable ConfigMap;
-//  2. the Agent's state PVC, created once and never changed;
-//  3. the workspace-setup Secret, when rc has a setup;
-//  4. the gateway Deployment, taken over for this revision unless a newer
+//  3. the Agent's state PVC, created once and never changed;
+//  4. the workspace-setup Secret, when rc has a setup;
+//  5. the gateway Deployment, taken over for this revision unless a newer
 //     revision owns it (then a permanent failure: this revision is stale).
 //
 // The Deployment's Recreate rollout stops the previous revision's Pod
@@ -253,6 +255,9 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, setup *compu
 	case nsMeta.DeletionTimestamp != nil:
 		return compute.PrepareResult{}, fmt.Errorf("kube: namespace %s of %s is being deleted", ns, rev.NamespaceID)
 	}
+	if err := d.ensureImagePullSecrets(ctx, rev.NamespaceID); err != nil {
+		return compute.PrepareResult{}, err
+	}
 	if err := d.ensureConfigMap(ctx, rev, objs.ConfigMap); err != nil {
 		return compute.PrepareResult{}, err
 	}
@@ -273,6 +278,77 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, setup *compu
 
 func refOf(rev compute.Revision) revisionRef {
 	return revisionRef{ID: rev.ID, Number: rev.Number, NamespaceID: rev.NamespaceID, AgentID: rev.AgentID}
+}
+
+// ensureImagePullSecrets copies each of runtime.imagePullSecrets from its
+// namespace into the tenant namespace of namespaceID (RenderImagePullSecret)
+// with server-side apply. It runs on every PrepareRevision, so a rotated
+// source reaches the tenant namespace with the next deployment; the apply
+// of an unchanged copy changes nothing. The copies are the tenant
+// namespace's, shared by its Agents: DeleteAgent leaves them, and
+// DeleteNamespace removes them with the namespace. A copy whose source
+// was dropped from the list stays until then: a running Deployment of
+// another Agent may still list it.
+//
+// It fails closed, before any other object of the revision is applied: a
+// source that does not exist, cannot be read or is not a registry
+// credential is an error naming it and its namespace (retryable: the
+// operator's fix lets the deployment proceed), and no gateway is deployed
+// without its pull Secrets. A Secret of the copy's name that is not
+// labelled as OCC's copy is left alone with an error. Errors never carry
+// a byte of a Secret's data.
+func (d *Driver) ensureImagePullSecrets(ctx context.Context, namespaceID string) error {
+	rt := d.cfg.Runtime
+	for _, name := range rt.ImagePullSecrets {
+		var src corev1.Secret
+		cctx, cancel := d.call(ctx)
+		err := d.c.Get(cctx, client.ObjectKey{Namespace: rt.ImagePullSecretsNamespace, Name: name}, &src)
+		cancel()
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("kube: image pull Secret %s/%s (runtime.imagePullSecrets) does not exist; no gateway is deployed without it: create it, or remove it from the list",
+				rt.ImagePullSecretsNamespace, name)
+		case err != nil:
+			return fmt.Errorf("kube: read image pull Secret %s/%s (runtime.imagePullSecrets): %w", rt.ImagePullSecretsNamespace, name, err)
+		}
+		cp, err := RenderImagePullSecret(namespaceID, &src)
+		if err != nil {
+			return err
+		}
+		if err := d.applyImagePullSecret(ctx, cp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyImagePullSecret applies cp over the copy in the tenant namespace. A
+// Secret's type cannot change, so a copy of another type (the source was
+// recreated with the other registry format) is deleted first, exactly the
+// object read (deleteObserved); a conflict there is an error the worker
+// retries.
+func (d *Driver) applyImagePullSecret(ctx context.Context, cp *corev1.Secret) error {
+	// The whole Secret is read, not only its metadata, for its type.
+	var cur corev1.Secret
+	found, err := d.getTyped(ctx, client.ObjectKeyFromObject(cp), &cur)
+	if err != nil {
+		return err
+	}
+	if found {
+		l := cur.Labels
+		if l[LabelManagedBy] != ManagedBy || l[LabelNamespace] != cp.Labels[LabelNamespace] || l[LabelImagePullSecret] != "true" {
+			return fmt.Errorf("kube: Secret %s/%s exists but is not labelled as OCC's copy of image pull Secret %s (labels %s, %s, %s); leaving it alone",
+				cp.Namespace, cp.Name, cp.Annotations[AnnotationImagePullSecretSource], LabelManagedBy, LabelNamespace, LabelImagePullSecret)
+		}
+		if cur.Type != cp.Type {
+			m := &metav1.PartialObjectMetadata{ObjectMeta: cur.ObjectMeta}
+			m.SetGroupVersionKind(gvkSecret)
+			if err := d.deleteObserved(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	return d.apply(ctx, cp, "")
 }
 
 // ensureConfigMap creates the revision's ConfigMap. It is immutable: when
@@ -634,6 +710,15 @@ func (d *Driver) releaseDeployment(ctx context.Context, rev compute.Revision, re
 		}
 		switch {
 		case serving != nil:
+			// The template lists the copies of the current
+			// runtime.imagePullSecrets; the serving revision's prepare
+			// made them unless the list changed since. A copy that
+			// cannot be made must not keep the revision from stopping,
+			// so the hand-back goes ahead (the Pod pulls without it).
+			if err := d.ensureImagePullSecrets(ctx, rev.NamespaceID); err != nil {
+				d.o.Logger.Warn("kube: image pull Secrets not copied before handing the gateway back",
+					"agent", rev.AgentID, "error", err)
+			}
 			withSetup, err := d.hasSetupSecret(ctx, rev)
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -177,6 +178,55 @@ func RenderSetupSecret(namespaceID, agentID string, setup *compute.WorkspaceSetu
 	}, nil
 }
 
+// RenderImagePullSecret returns the copy of src, one of
+// runtime.imagePullSecrets as read from its namespace, for the tenant
+// namespace of namespaceID: the same type and data under
+// ImagePullSecretName, with the driver's labels. Nothing else of src is
+// copied: not its labels or annotations (kubectl's
+// last-applied-configuration annotation holds the data in clear), and
+// not immutable (the copy follows a rotated source). A Secret of another
+// type than kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg is
+// refused: the kubelet would ignore it as a pull Secret, and copying an
+// arbitrary Secret into every tenant namespace would hand it to whoever
+// may read Secrets there. The error names the Secret and its type, never
+// its data.
+func RenderImagePullSecret(namespaceID string, src *corev1.Secret) (*corev1.Secret, error) {
+	switch src.Type {
+	case corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg:
+	default:
+		return nil, fmt.Errorf("kube: image pull Secret %s/%s (runtime.imagePullSecrets) is of type %q; only %s and %s Secrets are copied to tenant namespaces",
+			src.Namespace, src.Name, src.Type, corev1.SecretTypeDockerConfigJson, corev1.SecretTypeDockercfg)
+	}
+	data := make(map[string][]byte, len(src.Data))
+	for k, v := range src.Data {
+		data[k] = slices.Clone(v)
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ImagePullSecretName(src.Name), Namespace: TenantNamespace(namespaceID),
+			Labels: map[string]string{LabelManagedBy: ManagedBy, LabelNamespace: namespaceID, LabelImagePullSecret: "true"},
+			Annotations: map[string]string{
+				AnnotationNamespaceID:           namespaceID,
+				AnnotationImagePullSecretSource: src.Namespace + "/" + src.Name,
+			},
+		},
+		Type: src.Type,
+		Data: data,
+	}, nil
+}
+
+// imagePullSecretRefs are the gateway Pod's imagePullSecrets: the copies
+// of rt.ImagePullSecrets, in their order; nil without any, so the field
+// is not set at all.
+func imagePullSecretRefs(rt Runtime) []corev1.LocalObjectReference {
+	var refs []corev1.LocalObjectReference
+	for _, name := range rt.ImagePullSecrets {
+		refs = append(refs, corev1.LocalObjectReference{Name: ImagePullSecretName(name)})
+	}
+	return refs
+}
+
 // Volume names of the gateway Pod.
 const (
 	volConfig = "config"
@@ -193,7 +243,9 @@ const (
 // and the gateway container starts as `occ workspace-setup --verify
 // --exec -- <gateway>`, which replaces itself with the gateway only when
 // the marker matches, so a workspace whose marker is missing or differs
-// never serves. Neither image needs a shell or cp.
+// never serves. Neither image needs a shell or cp. The Pod pulls both
+// images with the copies of runtime.imagePullSecrets, which
+// PrepareRevision makes before it applies the Deployment.
 func renderDeployment(cfg Config, r revisionRef, withSetup bool) *appsv1.Deployment {
 	ns := TenantNamespace(r.NamespaceID)
 	rt := cfg.Runtime
@@ -338,9 +390,10 @@ func renderDeployment(cfg Config, r revisionRef, withSetup bool) *appsv1.Deploym
 						FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
 						SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					InitContainers: initContainers,
-					Containers:     []corev1.Container{gateway},
-					Volumes:        volumes,
+					ImagePullSecrets: imagePullSecretRefs(rt),
+					InitContainers:   initContainers,
+					Containers:       []corev1.Container{gateway},
+					Volumes:          volumes,
 				},
 			},
 		},

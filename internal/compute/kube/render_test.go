@@ -70,6 +70,7 @@ func TestNames(t *testing.T) {
 		{"ConfigMapName", ConfigMapName(agentID, revID), "gateway-" + agentHash12 + "-rev-" + revHash12},
 		{"StatePVCName", StatePVCName(agentID), "gateway-state-" + agentHash12},
 		{"SetupSecretName", SetupSecretName(agentID), "workspace-setup-" + agentHash12},
+		{"ImagePullSecretName", ImagePullSecretName("regcred"), "image-pull-regcred"},
 		{"AgentPath", AgentPath(nsID, agentID), "/namespaces/" + nsID + "/agents/" + agentID},
 	}
 	for _, tt := range tests {
@@ -516,6 +517,138 @@ func TestRenderDeployment(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"node", "/app/openclaw.mjs", "gateway", "run", "--port", "8080"}, spec.Containers[0].Command); diff != "" {
 		t.Errorf("gateway command without a setup (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderImagePullSecretRefs: the gateway Pod lists the copies of
+// runtime.imagePullSecrets in their order, and without any has no
+// imagePullSecrets field at all (the apply configuration is unchanged).
+func TestRenderImagePullSecretRefs(t *testing.T) {
+	tests := []struct {
+		name    string
+		secrets []string
+		want    []corev1.LocalObjectReference
+	}{
+		{"none", nil, nil},
+		{"one", []string{"regcred"}, []corev1.LocalObjectReference{{Name: "image-pull-regcred"}}},
+		{"two in their order", []string{"mirror.example.com", "regcred"}, []corev1.LocalObjectReference{
+			{Name: "image-pull-mirror.example.com"}, {Name: "image-pull-regcred"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := unitConfig()
+			cfg.Runtime.ImagePullSecrets = tt.secrets
+			if len(tt.secrets) > 0 {
+				cfg.Runtime.ImagePullSecretsNamespace = "openclaw-system"
+			}
+			for _, setup := range []*compute.WorkspaceSetup{nil, unitSetup()} {
+				objs, err := Render(cfg, unitRevision(`{}`), setup)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, objs.Deployment.Spec.Template.Spec.ImagePullSecrets); diff != "" {
+					t.Errorf("Render(setup %t): imagePullSecrets (-want +got):\n%s", setup != nil, diff)
+				}
+				u, err := toApply(objs.Deployment)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, present := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["imagePullSecrets"]
+				if present != (len(tt.secrets) > 0) {
+					t.Errorf("Render(setup %t): the applied pod spec has imagePullSecrets %t, want %t", setup != nil, present, len(tt.secrets) > 0)
+				}
+			}
+		})
+	}
+}
+
+// TestRenderImagePullSecret: the copy has the source's type and data, the
+// driver's name, labels and annotations, and nothing else of the source;
+// a Secret that is not a registry credential is refused without a byte
+// of its data in the error.
+func TestRenderImagePullSecret(t *testing.T) {
+	source := func(typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "regcred", Namespace: "openclaw-system", ResourceVersion: "42", UID: "0e2c0f5e-1111-4000-8000-000000000000",
+				Labels: map[string]string{"team": "platform"},
+				Annotations: map[string]string{
+					"kubectl.kubernetes.io/last-applied-configuration": `{"data":{"x":"SECRET-PULL-CREDENTIAL"}}`,
+				},
+			},
+			Immutable: ptr.To(true),
+			Type:      typ,
+			Data:      data,
+		}
+	}
+	copyOf := func(typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "image-pull-regcred", Namespace: "occ-" + nsHash24,
+				Labels: map[string]string{
+					"app.kubernetes.io/managed-by": "openclaw-enterprise", "openclaw.dev/namespace": nsID,
+					"openclaw.dev/image-pull-secret": "true",
+				},
+				Annotations: map[string]string{
+					"openclaw.dev/namespace-id":             nsID,
+					"openclaw.dev/image-pull-secret-source": "openclaw-system/regcred",
+				},
+			},
+			Type: typ,
+			Data: data,
+		}
+	}
+	// Each call returns new bytes, so a test case that changes its copy
+	// can compare the source with the data it was made of.
+	dockerConfigJSON := func() map[string][]byte {
+		return map[string][]byte{".dockerconfigjson": []byte(`{"auths":{"registry.example":{"auth":"SECRET-PULL-CREDENTIAL"}}}`)}
+	}
+	dockercfg := func() map[string][]byte {
+		return map[string][]byte{".dockercfg": []byte(`{"registry.example":{"auth":"SECRET-PULL-CREDENTIAL"}}`)}
+	}
+	tests := []struct {
+		name    string
+		src     *corev1.Secret
+		want    *corev1.Secret
+		wantErr string
+	}{
+		{"dockerconfigjson", source(corev1.SecretTypeDockerConfigJson, dockerConfigJSON()), copyOf(corev1.SecretTypeDockerConfigJson, dockerConfigJSON()), ""},
+		{"dockercfg", source(corev1.SecretTypeDockercfg, dockercfg()), copyOf(corev1.SecretTypeDockercfg, dockercfg()), ""},
+		{"opaque", source(corev1.SecretTypeOpaque, dockerConfigJSON()), nil,
+			`kube: image pull Secret openclaw-system/regcred (runtime.imagePullSecrets) is of type "Opaque"; only kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg Secrets are copied to tenant namespaces`},
+		{"tls", source(corev1.SecretTypeTLS, map[string][]byte{"tls.key": []byte("SECRET-PULL-CREDENTIAL")}), nil,
+			`kube: image pull Secret openclaw-system/regcred (runtime.imagePullSecrets) is of type "kubernetes.io/tls"; only kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg Secrets are copied to tenant namespaces`},
+		{"service account token", source(corev1.SecretTypeServiceAccountToken, map[string][]byte{"token": []byte("SECRET-PULL-CREDENTIAL")}), nil,
+			`kube: image pull Secret openclaw-system/regcred (runtime.imagePullSecrets) is of type "kubernetes.io/service-account-token"; only kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg Secrets are copied to tenant namespaces`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RenderImagePullSecret(nsID, tt.src)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tt.wantErr {
+				t.Errorf("RenderImagePullSecret error = %q, want %q", gotErr, tt.wantErr)
+			}
+			if strings.Contains(gotErr, "SECRET-PULL-CREDENTIAL") {
+				t.Errorf("RenderImagePullSecret's error holds the Secret's data: %s", gotErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("RenderImagePullSecret (-want +got):\n%s", diff)
+			}
+			if got != nil {
+				// The copy owns its bytes: changing it leaves the source as read.
+				for k := range got.Data {
+					got.Data[k][0] = 'X'
+				}
+				if diff := cmp.Diff(tt.want.Data, tt.src.Data); diff != "" {
+					t.Errorf("changing the copy changed the source (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }
 
