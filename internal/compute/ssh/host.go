@@ -15,8 +15,9 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// maxOutput caps what one remote command may print; more is an error
-// (the driver's commands print ids, hashes and small state files).
+// maxOutput caps what one remote command may print on each of standard
+// output and standard error; more is an error (the driver's commands print
+// ids, hashes and small state files).
 const maxOutput = 64 << 10
 
 // host is one configured machine: its SSH client (dialed on first use,
@@ -158,7 +159,9 @@ func statusOf(err error) int {
 }
 
 // run runs cmd (a shell command line for the login shell) with stdin and
-// returns its standard output, at most maxOutput bytes. It holds a session
+// returns its standard output, at most maxOutput bytes; a command that
+// prints more on standard output or standard error fails, even with exit
+// status 0 (its status is reported first when it is not 0). It holds a session
 // slot while it runs and ends the command when ctx (capped by
 // CommandTimeout) ends. op names the operation in errors.
 func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte, error) {
@@ -178,8 +181,9 @@ func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte
 		return nil, fmt.Errorf("ssh: host %s: %s: open session: %w", h.cfg.Name, op, err)
 	}
 	defer s.Close()
-	var stdout, stderr capped
-	stdout.limit, stderr.limit = maxOutput, 4096
+	// Both streams count against maxOutput, as the reference's maxBuffer
+	// does; of standard error only the start is kept, for the error.
+	stdout, stderr := capped{keep: maxOutput}, capped{keep: 4096}
 	s.Stdout, s.Stderr = &stdout, &stderr
 	if stdin != nil {
 		s.Stdin = stdin
@@ -199,14 +203,14 @@ func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte
 	var exit *xssh.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return nil, &remoteError{Host: h.cfg.Name, Op: op, Status: exit.ExitStatus(), Stderr: stderr.String()}
+		return nil, &remoteError{Host: h.cfg.Name, Op: op, Status: exit.ExitStatus(), Stderr: stderr.buf.String()}
 	case err != nil:
 		h.drop(c)
 		return nil, fmt.Errorf("ssh: host %s: %s: %w", h.cfg.Name, op, err)
-	case stdout.over:
+	case stdout.n > maxOutput || stderr.n > maxOutput:
 		return nil, fmt.Errorf("ssh: host %s: %s printed more than %d bytes", h.cfg.Name, op, maxOutput)
 	}
-	return stdout.Bytes(), nil
+	return stdout.buf.Bytes(), nil
 }
 
 // dialLoopback opens a direct-tcpip channel to 127.0.0.1:port on the host,
@@ -240,22 +244,24 @@ func (c *slotConn) Close() error {
 	return err
 }
 
-// capped is a buffer that keeps at most limit bytes and notes an excess.
+// capped keeps the first keep bytes written to it and counts all of them.
+// It never fails a write, so the session's copy keeps draining the channel
+// and the command can run to its end. The buffer is a field, not embedded:
+// embedded, its ReadFrom would be promoted, and io.Copy (which the SSH
+// session copies output with) would call it and bypass Write, keeping
+// everything and counting nothing.
 type capped struct {
-	bytes.Buffer
-	limit int
-	over  bool
+	buf  bytes.Buffer
+	keep int
+	n    int
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.limit - c.Len(); len(p) > room {
-		c.over = true
-		if room > 0 {
-			c.Buffer.Write(p[:room])
-		}
-		return len(p), nil
+	c.n += len(p)
+	if room := c.keep - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(room, len(p))])
 	}
-	return c.Buffer.Write(p)
+	return len(p), nil
 }
 
 // shq quotes s for a POSIX shell.
