@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,5 +108,51 @@ func TestBuiltinRolesUseOnlyTablePermissions(t *testing.T) {
 				t.Errorf("role %s holds %v, which is not in the permission table", r.Name, p)
 			}
 		}
+	}
+}
+
+// TestKeepAllowed: the items a subject may read, in order; the page
+// itself when it may read them all, a new slice (the page unchanged)
+// otherwise.
+func TestKeepAllowed(t *testing.T) {
+	user := &Subject{ID: "usr_1", Kind: KindUser}
+	agentRead := []store.Permission{{Action: store.ActionRead, ResourceKind: store.KindAgent}}
+	exact := func(ids ...string) []store.Grant {
+		var gs []store.Grant
+		for _, id := range ids {
+			gs = append(gs, store.Grant{Binding: store.AccessBinding{ID: "b_" + id, NamespaceID: "ns_1", ResourceKind: store.KindAgent, ResourceID: id}, Permissions: agentRead})
+		}
+		return gs
+	}
+	res := func(id string) Resource { return Resource{Kind: store.KindAgent, ID: id, NamespaceID: "ns_1"} }
+	tests := []struct {
+		name   string
+		grants []store.Grant
+		items  []string
+		want   []string
+		same   bool // the result is items itself
+	}{
+		{name: "empty", grants: exact("a"), items: []string{}, want: []string{}, same: true},
+		{name: "all allowed", grants: []store.Grant{{Binding: store.AccessBinding{ID: "b1"}, Permissions: agentRead}}, items: []string{"a", "b", "c"}, want: []string{"a", "b", "c"}, same: true},
+		{name: "first denied", grants: exact("b", "c"), items: []string{"a", "b", "c"}, want: []string{"b", "c"}},
+		{name: "middle denied", grants: exact("a", "c"), items: []string{"a", "b", "c"}, want: []string{"a", "c"}},
+		{name: "last denied", grants: exact("a", "b"), items: []string{"a", "b", "c"}, want: []string{"a", "b"}},
+		{name: "all denied", grants: exact("z"), items: []string{"a", "b"}, want: []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			acc := &access{subject: user, grants: tc.grants}
+			in := slices.Clone(tc.items)
+			got := keepAllowed(acc, in, res)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("keepAllowed mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.items, in); diff != "" {
+				t.Errorf("the input changed (-before +after):\n%s", diff)
+			}
+			if same := len(got) > 0 && &got[0] == &in[0]; same != (tc.same && len(in) > 0) {
+				t.Errorf("result shares the input: %v, want %v", same, tc.same)
+			}
+		})
 	}
 }

@@ -151,13 +151,28 @@ func filter[T any](ctx context.Context, w *Store, method string, items []T, res 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]T, 0, len(items))
-	for _, it := range items {
+	return keepAllowed(acc, items, res), nil
+}
+
+// keepAllowed returns the items acc may read, in order. When it may read
+// them all (an administrator, a Namespace reader's page) that is items
+// itself: copying a page it keeps whole was a page-sized allocation on
+// every list request. Otherwise a new slice: items is never changed.
+func keepAllowed[T any](acc *access, items []T, res func(T) Resource) []T {
+	for i, it := range items {
 		if acc.decide(store.ActionRead, res(it)).Allowed {
-			out = append(out, it)
+			continue
 		}
+		out := make([]T, i, len(items)-1)
+		copy(out, items[:i])
+		for _, it := range items[i+1:] {
+			if acc.decide(store.ActionRead, res(it)).Allowed {
+				out = append(out, it)
+			}
+		}
+		return out
 	}
-	return out, nil
+	return items
 }
 
 // filterPage is filter for one page: it keeps the store's Next, so the
@@ -743,13 +758,7 @@ func (w *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 			return none, err
 		}
 	}
-	out := make([]store.Agent, 0, len(page.Items))
-	for _, a := range page.Items {
-		if acc.decide(store.ActionRead, agentResource(a.NamespaceID, a.ID)).Allowed {
-			out = append(out, a)
-		}
-	}
-	page.Items = out
+	page.Items = keepAllowed(acc, page.Items, func(a store.Agent) Resource { return agentResource(a.NamespaceID, a.ID) })
 	return page, nil
 }
 
