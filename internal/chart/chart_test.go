@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ const (
 )
 
 // valueSets are the documented value sets, each with a golden render.
-var valueSets = []string{"routing-off", "routing-auto-ca", "routing-issuer", "metrics"}
+var valueSets = []string{"routing-off", "routing-auto-ca", "routing-issuer", "metrics", "private-registry"}
 
 // helm runs the helm binary with args and returns its standard output; a
 // failure carries standard error (testkube.RunHelm, which keeps helm away
@@ -151,6 +152,14 @@ func TestSchemaRefusals(t *testing.T) {
 		{"scrape interval not a duration", "metrics", []string{"metrics.serviceMonitor.interval=30 seconds"}, "/metrics/serviceMonitor/interval"},
 		{"unknown ServiceMonitor key", "metrics", []string{"metrics.serviceMonitor.namespace=monitoring"}, "additional properties 'namespace' not allowed"},
 		{"CA bundle in the service key's Secret", "routing-issuer", []string{"gatewayRouting.caSecretName=occ-private-gateway-key"}, `gatewayRouting.apiKeySecretName and gatewayRouting.caSecretName both name the Secret "occ-private-gateway-key"`},
+		{"image pull Secret twice", "private-registry", []string{"imagePullSecrets[1].name=registry-example-com"}, "at '/imagePullSecrets': items at 0 and 1 are equal"},
+		{"seventeen image pull Secrets", "private-registry", []string{"json:imagePullSecrets=" + pullSecrets(17)}, "at '/imagePullSecrets': maxItems: got 17, want 16"},
+		{"image pull Secret name too long for its copy", "private-registry", []string{"imagePullSecrets[0].name=" + strings.Repeat("p", 243)}, "at '/imagePullSecrets/0/name': maxLength: got 243, want 242"},
+		{"image pull Secret not a name", "private-registry", []string{"imagePullSecrets[0].name=Registry_Credentials"}, "/imagePullSecrets/0/name"},
+		{"image pull Secret is the database URL's", "private-registry", []string{"imagePullSecrets[1].name=occ-database"}, `imagePullSecrets[1] names "occ-database", which is also database.existingSecret`},
+		{"image pull Secret is the service key's", "private-registry", []string{"imagePullSecrets[0].name=occ-private-gateway-key"}, `imagePullSecrets[0] names "occ-private-gateway-key", which is also gatewayRouting.apiKeySecretName`},
+		{"image pull Secret is the listener certificate's", "private-registry", []string{"imagePullSecrets[0].name=oce-agent-gateways-tls"}, `imagePullSecrets[0] names "oce-agent-gateways-tls", which is also gatewayRouting.tlsSecretName`},
+		{"image pull Secret is the bootstrap password's", "private-registry", []string{"bootstrapAdmin.passwordSecretName=mirror-credentials"}, `imagePullSecrets[1] names "mirror-credentials", which is also bootstrapAdmin.passwordSecretName`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +178,15 @@ func TestSchemaRefusals(t *testing.T) {
 			t.Errorf("base value set %s: %v", vs, err)
 		}
 	}
+}
+
+// pullSecrets is a JSON list of n imagePullSecrets entries.
+func pullSecrets(n int) string {
+	var items []string
+	for i := range n {
+		items = append(items, fmt.Sprintf(`{"name":"pull-%d"}`, i))
+	}
+	return "[" + strings.Join(items, ",") + "]"
 }
 
 // object is the part of a rendered object the tests read.

@@ -653,12 +653,15 @@ func allowedFor(t *testing.T, ctx context.Context, env *testkube.Cluster, sa *se
 // TestRBAC checks the chart's RBAC and admission policy on the real API
 // server (RBAC authorization on): the API's ServiceAccount can write
 // nothing and read no Secret; the worker's can do what a deployment needs
-// and no more; and, with the worker's real token, the
-// ValidatingAdmissionPolicy narrows its cluster-wide namespace and
-// RoleBinding verbs to the namespaces OCC manages and the one RoleBinding
-// the driver applies.
+// and no more, which with imagePullSecrets includes reading exactly those
+// Secrets of the release namespace, enough for the driver to copy them
+// into a tenant namespace with its token; and, with the worker's real
+// token, the ValidatingAdmissionPolicy narrows its cluster-wide namespace
+// and RoleBinding verbs to the namespaces OCC manages and the one
+// RoleBinding the driver applies.
 func TestRBAC(t *testing.T) {
-	in := installChart(t, installOptions{values: []string{"routing-auto-ca"}})
+	const pullSecret = "occt-regcred"
+	in := installChart(t, installOptions{values: []string{"routing-auto-ca"}, sets: []string{"imagePullSecrets[0].name=" + pullSecret}})
 	env, ctx := in.env, testCtx(t, 3*time.Minute)
 	worker := tokenFor(t, env, in.namespace, in.workerSA())
 	api := tokenFor(t, env, in.namespace, in.apiSA())
@@ -713,6 +716,7 @@ func TestRBAC(t *testing.T) {
 				checks = append(checks, access{verb: verb, resource: "secrets", scope: scope})
 			}
 		}
+		checks = append(checks, access{verb: "get", resource: "secrets", name: pullSecret, scope: "release"})
 		got, want := map[string]bool{}, map[string]bool{}
 		for _, a := range checks {
 			got[a.String()] = allowedFor(t, ctx, env, api, scopes, a)
@@ -782,6 +786,17 @@ func TestRBAC(t *testing.T) {
 		for _, v := range []string{"get", "list"} {
 			allow(access{verb: v, resource: "pods", scope: "tenant"})
 		}
+		// The image pull Secret of imagePullSecrets, which the driver
+		// copies into tenant namespaces: get, by name, in the release
+		// namespace only; no other Secret there.
+		allow(access{verb: "get", resource: "secrets", name: pullSecret, scope: "release"})
+		for _, v := range []string{"list", "watch", "update", "patch", "delete"} {
+			deny(access{verb: v, resource: "secrets", name: pullSecret, scope: "release"})
+		}
+		deny(access{verb: "get", resource: "secrets", name: apiKeySecretName, scope: "release"})
+		deny(access{verb: "get", resource: "secrets", name: databaseSecretName, scope: "release"})
+		deny(access{verb: "get", resource: "secrets", name: pullSecret, scope: "default"})
+		deny(access{verb: "get", resource: "secrets", name: pullSecret, scope: "cluster"})
 		for _, a := range []access{
 			{verb: "create", resource: "pods", scope: "tenant"},
 			{verb: "delete", resource: "pods", scope: "tenant"},
@@ -810,6 +825,37 @@ func TestRBAC(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("the worker's ServiceAccount %s (-want +got):\n%s", worker.user(), diff)
+		}
+	})
+
+	t.Run("the worker copies the image pull Secret with its token", func(t *testing.T) {
+		if diff := cmp.Diff([]string{pullSecret}, in.kc.Runtime.ImagePullSecrets); diff != "" || in.kc.Runtime.ImagePullSecretsNamespace != in.namespace {
+			t.Fatalf("the rendered configuration's image pull Secrets: %v in %q, want [%s] in %s", in.kc.Runtime.ImagePullSecrets, in.kc.Runtime.ImagePullSecretsNamespace, pullSecret, in.namespace)
+		}
+		src := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: pullSecret, Namespace: in.namespace},
+			Type:       corev1.SecretTypeDockerConfigJson,
+			Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example":{"auth":"` + hex.EncodeToString(serviceKey(t)) + `"}}}`)},
+		}
+		if err := env.Client.Create(ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		rev := compute.Revision{
+			ID: ids.New(ids.Revision), NamespaceID: ns.ID, AgentID: ids.New(ids.Agent), AgentName: "pull", Number: 1,
+			ConfigurationID: ids.New(ids.Configuration), ConfigurationGeneration: 1, Configuration: []byte(`{}`),
+		}
+		// The first answer is pending (no Pod is ready yet), not an error.
+		if res, err := d.PrepareRevision(ctx, rev, compute.RevisionContext{}); err != nil {
+			t.Fatalf("PrepareRevision with the worker's token: %v", err)
+		} else if res.PendingReason == kube.PendingKubernetesAPIUnavailable {
+			t.Fatalf("PrepareRevision with the worker's token: %+v", res)
+		}
+		var cp corev1.Secret
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: tenant, Name: kube.ImagePullSecretName(pullSecret)}, &cp); err != nil {
+			t.Fatalf("the copy in the tenant namespace: %v", err)
+		}
+		if cp.Type != src.Type || !cmp.Equal(cp.Data, src.Data) {
+			t.Errorf("the copy %s/%s has type %q and other data than its source (type %q)", tenant, cp.Name, cp.Type, src.Type)
 		}
 	})
 

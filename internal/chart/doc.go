@@ -3,8 +3,10 @@
 // every refusal of values.schema.json, the agreement of the names and the
 // hostname the chart derives with those the Kubernetes Compute driver
 // derives from the configuration the chart renders, the documentation of
-// every value (chart_test.go); the API's probes against internal/server's
-// probe routes (probes_test.go); and, on the real test API server, helm
+// every value (chart_test.go); the image pull Secrets the driver copies
+// and the worker's Role that reads them (imagepull_test.go); the API's
+// probes against internal/server's probe routes (probes_test.go); and, on
+// the real test API server, helm
 // install --wait, the Envoy Gateway controller's verdict on the chart's
 // routing, its RBAC and admission policy, and a deployment by occ worker
 // with only the worker ServiceAccount's token (cluster_test.go), and egctl's

@@ -45,6 +45,17 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s:%s" .Values.gatewayImage.repository .Values.gatewayImage.tag -}}
 {{- end -}}
 
+{{/*
+occ.imagePullSecretNames: the names of imagePullSecrets as a JSON list. The same Secrets pull the
+gateway Pods' images: the driver copies them from the release namespace into each tenant namespace
+(runtime.imagePullSecrets), and rbac.yaml lets the worker read exactly these.
+*/}}
+{{- define "occ.imagePullSecretNames" -}}
+{{- $names := list -}}
+{{- range .Values.imagePullSecrets -}}{{- $names = append $names .name -}}{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
 {{/* occ.workerEmbedded: "true" when the API runs the worker (the sqlite evaluation mode). */}}
 {{- define "occ.workerEmbedded" -}}
 {{- if eq .Values.database.mode "sqlite" -}}true{{- else -}}false{{- end -}}
@@ -125,6 +136,10 @@ as the routing objects below.
 {{- with $except -}}{{- $_ := set $network "modelEgressExcept" . -}}{{- end -}}
 {{- $runtime := dict "gatewayImage" (include "occ.gatewayImage" .) "occImage" (include "occ.image" .) "imagePullPolicy" $v.image.pullPolicy "gatewayStorageSize" $v.compute.gatewayStorageSize -}}
 {{- with $v.compute.gatewayStorageClassName -}}{{- $_ := set $runtime "gatewayStorageClassName" . -}}{{- end -}}
+{{- with (include "occ.imagePullSecretNames" . | fromJsonArray) -}}
+{{- $_ := set $runtime "imagePullSecrets" . -}}
+{{- $_ := set $runtime "imagePullSecretsNamespace" $.Release.Namespace -}}
+{{- end -}}
 {{- $kube := dict "network" $network "runtime" $runtime "resources" $v.compute.gatewayResources -}}
 {{- $_ := set $kube "tenantAccess" (dict "clusterRole" (include "occ.tenantRoleName" .) "serviceAccountName" (include "occ.workerServiceAccount" .) "serviceAccountNamespace" .Release.Namespace) -}}
 {{- if $r.enabled -}}
