@@ -16,6 +16,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/secretfile"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -265,6 +266,60 @@ func TestAnswerLimits(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, outcomeOf(err)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHandshakeLimits: the read limit applies to the frames before
+// hello-ok as to answers: a connect.challenge or hello-ok of exactly
+// ReadLimit bytes is read, one byte more fails the operation as read_limit
+// before anything is requested (Unavailable, for a set too), with a set
+// limit and the default one. The gateway's own cap, 64 KiB on a frame it
+// reads before hello-ok (which the fake enforces as the real one does),
+// concerns only the connect frame: with the longest token OCC accepts
+// (4,096 bytes, each of which JSON may double) it is about 8.5 KB and
+// is read.
+func TestHandshakeLimits(t *testing.T) {
+	const limit = 8192
+	tests := []struct {
+		name             string
+		limit            int64
+		challenge, hello int // frame sizes; 0: unpadded
+		token            string
+		set              bool
+		want             outcome
+	}{
+		{name: "challenge at the read limit", limit: limit, challenge: limit},
+		{name: "challenge over the read limit", limit: limit, challenge: limit + 1, want: unavailable("read_limit")},
+		{name: "hello-ok at the read limit", limit: limit, hello: limit},
+		{name: "hello-ok over the read limit", limit: limit, hello: limit + 1, want: unavailable("read_limit")},
+		{name: "set, hello-ok over the read limit", limit: limit, hello: limit + 1, set: true, want: unavailable("read_limit")},
+		{name: "challenge at the default read limit", challenge: agentgw.DefaultReadLimit},
+		{name: "challenge over the default read limit", challenge: agentgw.DefaultReadLimit + 1, want: unavailable("read_limit")},
+		{name: "hello-ok at the default read limit", hello: agentgw.DefaultReadLimit},
+		{name: "hello-ok over the default read limit", hello: agentgw.DefaultReadLimit + 1, want: unavailable("read_limit")},
+		{name: "connect with the longest token", token: strings.Repeat(`"`, secretfile.MaxSecretBytes), set: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := gwtest.NewFakeGateway(t, gwtest.FakeOptions{Token: tt.token, ChallengeBytes: tt.challenge, HelloBytes: tt.hello})
+			c := agentgw.New(agentgw.Options{ReadLimit: tt.limit})
+			var err error
+			if tt.set {
+				_, err = c.Set(testCtx(t), g.DirectTarget(t), workspace.SoulMD, "x", "")
+			} else {
+				_, err = c.Get(testCtx(t), g.DirectTarget(t), workspace.SoulMD)
+			}
+			if diff := cmp.Diff(tt.want, outcomeOf(err)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			wantSets := 0
+			if tt.set && tt.want == (outcome{}) {
+				wantSets = 1
+			}
+			if n := g.Frames(methodSet); n != wantSets {
+				t.Errorf("gateway received %d set frames, want %d", n, wantSets)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -75,7 +76,18 @@ type FakeOptions struct {
 	// after connect, when it arrives and before it is answered (from the
 	// connection's goroutine).
 	OnRequest func(method string)
+	// ChallengeBytes and HelloBytes, when positive, pad the
+	// connect.challenge event and the hello-ok answer to exactly that many
+	// bytes (a string "pad" in their payload, which clients ignore as they
+	// ignore the real ones' many other fields), for tests of a client's
+	// read limit before hello-ok.
+	ChallengeBytes, HelloBytes int
 }
+
+// PreConnectLimit is the largest frame the fake, like the real gateway,
+// reads before it has answered connect with hello-ok ("pre-auth frames are
+// capped at 64 KiB"); a larger one closes the connection with status 1009.
+const PreConnectLimit = 64 << 10
 
 // FakeGateway is a scripted in-process gateway that speaks protocol 4 over
 // WebSocket (challenge, connect, hello-ok, agents.files.get/set with
@@ -104,6 +116,8 @@ type FakeGateway struct {
 	scopes      []string
 	frames      map[string]int
 	conns       int
+	padChal     int
+	padHello    int
 	lastConnect map[string]any
 	lastHeader  http.Header
 }
@@ -118,6 +132,8 @@ func NewFakeGateway(t testing.TB, opts FakeOptions) *FakeGateway {
 		frames:    map[string]int{},
 		scopes:    opts.Scopes,
 		onRequest: opts.OnRequest,
+		padChal:   opts.ChallengeBytes,
+		padHello:  opts.HelloBytes,
 	}
 	if g.Token == "" {
 		g.Token = randomHex(32)
@@ -239,7 +255,7 @@ func (g *FakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.CloseNow()
-	c.SetReadLimit(32 << 20)
+	c.SetReadLimit(PreConnectLimit)
 	ctx := g.ctx
 
 	switch hs {
@@ -257,8 +273,8 @@ func (g *FakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 	// specifically, not for the first frame, whatever its payload.
 	g.send(c, map[string]any{"type": "event", "event": "health", "payload": map[string]any{"ok": true}})
 	g.send(c, map[string]any{"type": "event", "event": "presence", "payload": []any{map[string]any{"host": "gwtest"}}})
-	g.send(c, map[string]any{"type": "event", "event": "connect.challenge",
-		"payload": map[string]any{"nonce": randomHex(16), "ts": time.Now().UnixMilli()}})
+	g.sendPadded(c, map[string]any{"type": "event", "event": "connect.challenge",
+		"payload": map[string]any{"nonce": randomHex(16), "ts": time.Now().UnixMilli()}}, g.padChal)
 
 	req, ok := g.read(ctx, c)
 	if !ok {
@@ -293,12 +309,13 @@ func (g *FakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 		_ = c.Close(websocket.StatusPolicyViolation, "not paired")
 		return
 	}
-	g.send(c, map[string]any{"type": "res", "id": req.ID, "ok": true, "payload": map[string]any{
+	g.sendPadded(c, map[string]any{"type": "res", "id": req.ID, "ok": true, "payload": map[string]any{
 		"type": "hello-ok", "protocol": 4,
 		"server": map[string]any{"version": "gwtest-fake"},
 		"auth":   map[string]any{"method": "token", "role": "operator", "scopes": scopes},
 		"policy": map[string]any{"maxPayload": 26214400, "maxBufferedBytes": 52428800, "tickIntervalMs": 30000},
-	}})
+	}}, g.padHello)
+	c.SetReadLimit(32 << 20)
 
 	for {
 		req, ok := g.read(ctx, c)
@@ -457,6 +474,21 @@ func (g *FakeGateway) send(c *websocket.Conn, v any) {
 	ctx, cancel := context.WithTimeout(g.ctx, 5*time.Second)
 	defer cancel()
 	_ = c.Write(ctx, websocket.MessageText, data)
+}
+
+// sendPadded sends v, a frame with an object payload, with payload.pad
+// making it exactly n bytes; n <= 0 sends it as it is.
+func (g *FakeGateway) sendPadded(c *websocket.Conn, v map[string]any, n int) {
+	if n > 0 {
+		p := v["payload"].(map[string]any)
+		p["pad"] = ""
+		data, err := json.Marshal(v)
+		if err != nil || len(data) > n {
+			panic(fmt.Sprintf("gwtest: a frame of %d bytes cannot be padded to %d (%v)", len(data), n, err))
+		}
+		p["pad"] = strings.Repeat("x", n-len(data))
+	}
+	g.send(c, v)
 }
 
 func (g *FakeGateway) answerErr(c *websocket.Conn, id, code, msg string, details map[string]any) {
