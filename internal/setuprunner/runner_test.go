@@ -678,11 +678,7 @@ func TestReadBounds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			root, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			standInPackage(t, root, tt.manifest, tt.template)
+			root := standInPackage(t, tt.manifest, tt.template)
 			exe := root
 			for i := range tt.depth {
 				exe = filepath.Join(exe, fmt.Sprintf("d%d", i))
@@ -695,7 +691,7 @@ func TestReadBounds(t *testing.T) {
 			}
 			s := pendingSetup(crashFiles)
 			s.DefaultsID = "" // the stand-in's templates are not the pinned release's
-			err = setuprunner.Apply(testContext(t, time.Minute), s, setuprunner.Options{
+			err := setuprunner.Apply(testContext(t, time.Minute), s, setuprunner.Options{
 				Workspace: ws, Runtime: setuprunner.Runtime{Node: noRuntime.Node, Executable: exe},
 				AfterStep: func(step string) error {
 					if step == "preflight" {
@@ -715,13 +711,18 @@ func TestReadBounds(t *testing.T) {
 	}
 }
 
-// standInPackage writes a stand-in OpenClaw package at root: package.json
-// padded with spaces to manifest bytes (0: unpadded) and the four
-// templates, AGENTS.md of template bytes (0: a short one like the others).
-// Its templates are not the pinned release's: a setup run on it needs an
-// empty DefaultsID.
-func standInPackage(t *testing.T, root string, manifest, template int) {
+// standInPackage writes a stand-in OpenClaw package in a fresh real
+// directory (symbolic links of the temp dir resolved), which it returns:
+// package.json padded with spaces to manifest bytes (0: unpadded) and the
+// four templates, AGENTS.md of template bytes (0: a short one like the
+// others). Its templates are not the pinned release's: a setup run on it
+// needs an empty DefaultsID.
+func standInPackage(t *testing.T, manifest, template int) (root string) {
 	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	const name = `{"name":"openclaw"}`
 	writeFile(t, filepath.Join(root, "package.json"), name+strings.Repeat(" ", max(manifest-len(name), 0)))
 	for _, n := range workspace.Names {
@@ -731,6 +732,7 @@ func standInPackage(t *testing.T, root string, manifest, template int) {
 		}
 		writeFile(t, filepath.Join(root, "docs", "reference", "templates", n), text)
 	}
+	return root
 }
 
 // TestNativeOutputLimit: native setup may print 1 MiB on each of its
@@ -759,17 +761,13 @@ func TestNativeOutputLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			root, err := filepath.EvalSymlinks(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			standInPackage(t, root, 0, 0)
+			root := standInPackage(t, 0, 0)
 			exe := filepath.Join(root, "openclaw.mjs")
 			writeFile(t, exe, fmt.Sprintf("head -c %d /dev/zero\nhead -c %d /dev/zero >&2\n", tt.stdout, tt.stderr))
 			ws := newWorkspace(t)
 			s := pendingSetup(crashFiles)
 			s.DefaultsID = "" // the stand-in's templates
-			err = setuprunner.Apply(testContext(t, time.Minute), s, setuprunner.Options{
+			err := setuprunner.Apply(testContext(t, time.Minute), s, setuprunner.Options{
 				Workspace: ws, Runtime: setuprunner.Runtime{Node: "/bin/sh", Executable: exe},
 			})
 			got := ""
