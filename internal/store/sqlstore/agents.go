@@ -127,19 +127,18 @@ func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id
 // one asked for, so it is not read back: on SQLite every text column of
 // the 101 rows is three driver calls and a copy.
 func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
-	scan := func(r rowScanner) (store.Agent, error) {
-		var a store.Agent
-		var status, runtime string
-		err := r.Scan(&a.ID, &a.Name, &a.ConfigurationID, &status, &runtime,
-			optStringCol{&a.ActiveRevisionID}, optStringCol{&a.DeletionRequestedBy},
-			timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt})
-		a.NamespaceID, a.Status, a.DesiredRuntimeState = namespaceID, store.AgentStatus(status), store.RuntimeState(runtime)
-		return a, err
+	dest := func(a *store.Agent) []any {
+		return []any{&a.ID, &a.Name, &a.ConfigurationID, (*string)(&a.Status), (*string)(&a.DesiredRuntimeState),
+			optStringCol{&a.ActiveRevisionID}, optStringCol{&a.DeletionRequestedBy}, timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt}}
 	}
-	return listPage(ctx, s, "list agents", scan,
+	page, err := listPageInto(ctx, s, "list agents", dest,
 		func(a store.Agent) store.PageCursor { return store.PageCursor{CreatedAt: a.CreatedAt, ID: a.ID} },
 		`SELECT id, name, configuration_id, status, desired_runtime_state, active_revision_id, deletion_requested_by,
 			created_at, updated_at FROM agents WHERE namespace_id = ?`, "AND", p, namespaceID)
+	for i := range page.Items {
+		page.Items[i].NamespaceID = namespaceID
+	}
+	return page, err
 }
 
 // UpdateAgent replaces the Agent's name and configuration and sets

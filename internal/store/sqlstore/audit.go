@@ -79,14 +79,11 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 	})
 }
 
-func scanAuditEvent(r rowScanner) (store.AuditEvent, error) {
-	var e store.AuditEvent
-	var kind string
-	err := r.Scan(&e.ID, timeCol{&e.OccurredAt}, &e.Kind, &e.ActorID, optStringCol{&e.Credential},
-		optStringCol{&e.RequestID}, &e.Action, optStringCol{&e.Resource.NamespaceID}, optStringCol{&kind},
-		optStringCol{&e.Resource.ID}, &e.Outcome, optStringCol{&e.ReasonCode}, jsonCol{&e.Details}, optStringCol{&e.AttemptID})
-	e.Resource.Kind = store.ResourceKind(kind)
-	return e, err
+// auditDest reads auditColumns into e.
+func auditDest(e *store.AuditEvent) []any {
+	return []any{&e.ID, timeCol{&e.OccurredAt}, &e.Kind, &e.ActorID, optStringCol{&e.Credential},
+		optStringCol{&e.RequestID}, &e.Action, optStringCol{&e.Resource.NamespaceID}, optStringCol{(*string)(&e.Resource.Kind)},
+		optStringCol{&e.Resource.ID}, &e.Outcome, optStringCol{&e.ReasonCode}, jsonCol{&e.Details}, optStringCol{&e.AttemptID}}
 }
 
 // ListAuditEvents returns at most limit events matching f, newest first by
@@ -136,7 +133,9 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 	}
 	q += ` ORDER BY occurred_at DESC, id DESC LIMIT ?`
 	args = append(args, limit)
-	return list(ctx, s, "list audit events", scanAuditEvent, q, args...)
+	// Room for the rows up front, but never more than a page's worth: the
+	// store takes any positive limit.
+	return listInto(ctx, s, "list audit events", auditDest, min(limit, store.MaxPageSize), q, args...)
 }
 
 // AuditChainHead returns the chain head: the sequence number and hash of

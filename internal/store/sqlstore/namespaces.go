@@ -15,11 +15,14 @@ import (
 
 const namespaceColumns = `id, name, status, created_at, updated_at`
 
+// namespaceDest reads namespaceColumns into ns.
+func namespaceDest(ns *store.Namespace) []any {
+	return []any{&ns.ID, &ns.Name, (*string)(&ns.Status), timeCol{&ns.CreatedAt}, timeCol{&ns.UpdatedAt}}
+}
+
 func scanNamespace(r rowScanner) (store.Namespace, error) {
 	var ns store.Namespace
-	var status string
-	err := r.Scan(&ns.ID, &ns.Name, &status, timeCol{&ns.CreatedAt}, timeCol{&ns.UpdatedAt})
-	ns.Status = store.NamespaceStatus(status)
+	err := r.Scan(namespaceDest(&ns)...)
 	return ns, err
 }
 
@@ -40,7 +43,7 @@ func (s *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 // ListNamespaces returns one page of Namespaces, oldest first (index
 // namespaces_created_idx).
 func (s *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
-	return listPage(ctx, s, "list namespaces", scanNamespace,
+	return listPageInto(ctx, s, "list namespaces", namespaceDest,
 		func(n store.Namespace) store.PageCursor { return store.PageCursor{CreatedAt: n.CreatedAt, ID: n.ID} },
 		`SELECT `+namespaceColumns+` FROM namespaces`, "WHERE", p)
 }
