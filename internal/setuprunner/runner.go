@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -70,8 +71,9 @@ type Options struct {
 // Options.SetupTimeout is zero. Native setup takes 2–5 s.
 const DefaultSetupTimeout = 120 * time.Second
 
-// maxNativeOutput caps what is kept of each output stream of native
-// setup; more output is a failure, as the reference's maxBuffer is.
+// maxNativeOutput caps each output stream of native setup: one byte more
+// fails the run and kills native setup at once, as the reference's
+// maxBuffer does.
 const maxNativeOutput = 1 << 20
 
 // maxManifestBytes and maxTemplateBytes bound reads from the OpenClaw
@@ -512,11 +514,14 @@ func (r *run) prepareNative(temp, exe string) (native, error) {
 }
 
 // nativeSetup runs `<node> <openclaw.mjs> setup --baseline --workspace
-// <dir>` once. Its output is captured up to 1 MiB per stream and
-// discarded: it can quote workspace files, so it is never logged. A
-// non-zero exit, a timeout or too much output is a failure. The process
-// runs in its own process group, and a timeout kills the whole group, so
-// a git child cannot outlive it.
+// <dir>` once. Its output is counted and discarded: it can quote
+// workspace files, so it is never logged. A non-zero exit, a timeout or
+// more than maxNativeOutput bytes on either stream is a failure. The
+// process runs in its own process group, and the group is killed with
+// SIGKILL as soon as the timeout passes or either stream passes
+// maxNativeOutput (as the reference's maxBuffer kills the child at once),
+// so neither a stuck setup nor a git child outlives the failure; Run
+// waits for the killed process before nativeSetup returns.
 func (r *run) nativeSetup(n native, step string) error {
 	timeout := r.o.SetupTimeout
 	if timeout <= 0 {
@@ -524,19 +529,32 @@ func (r *run) nativeSetup(n native, step string) error {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
+	// kill ends the run when a stream passes the cap; the timeout's
+	// context is its parent, so either one kills the group.
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
 	cmd := exec.CommandContext(ctx, n.node, n.exe, "setup", "--baseline", "--workspace", r.o.Workspace)
 	cmd.Env = n.env
 	cmd.Dir = n.dir
-	stdout, stderr := &cappedDiscard{}, &cappedDiscard{}
+	stdout, stderr := &cappedDiscard{over: kill}, &cappedDiscard{over: kill}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A child that left the process group and keeps the output pipes open
+	// cannot hold the run past this.
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err := cmd.Run()
 	elapsed := time.Since(start).Round(time.Millisecond)
 	switch {
+	case stdout.overflow.Load() || stderr.overflow.Load():
+		// First: the kill for too much output also ends ctx, and a
+		// process that printed too much and then failed anyway failed
+		// for its output, as in the reference.
+		return newFailure(step, "output-too-large", nil)
 	case ctx.Err() != nil:
+		// The timeout or the caller's context: kill was not called, so
+		// ctx carries its parent's error.
 		return newFailure(step, errClass(ctx.Err()), ctx.Err())
 	case err != nil:
 		var exit *exec.ExitError
@@ -544,24 +562,26 @@ func (r *run) nativeSetup(n native, step string) error {
 			return newFailure(step, "exit-status", err)
 		}
 		return newFailure(step, "start: "+errClass(err), err)
-	case stdout.overflow || stderr.overflow:
-		return newFailure(step, "output-too-large", nil)
 	}
 	return r.after(step, "elapsed", elapsed.String())
 }
 
-// cappedDiscard counts output and drops it, remembering whether more than
-// maxNativeOutput bytes arrived. It never fails a write: a failed write
-// would stop exec's copy and could leave the child blocked on a full pipe.
+// cappedDiscard counts output and drops it. When more than
+// maxNativeOutput bytes have arrived it notes the overflow and calls over
+// (which kills the process group). It never fails a write: a failed write
+// would stop exec's copy and could leave the child blocked on a full pipe
+// instead of dying of the kill. Write runs on exec's copy goroutine, so
+// the flag is atomic.
 type cappedDiscard struct {
 	n        int
-	overflow bool
+	overflow atomic.Bool
+	over     func()
 }
 
 func (c *cappedDiscard) Write(p []byte) (int, error) {
 	c.n += len(p)
-	if c.n > maxNativeOutput {
-		c.overflow = true
+	if c.n > maxNativeOutput && !c.overflow.Swap(true) {
+		c.over()
 	}
 	return len(p), nil
 }

@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/setuprunner"
+	"github.com/openclaw/occ/internal/testutil"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -744,26 +748,43 @@ func standInPackage(t *testing.T, manifest, template int) (root string) {
 // runner starts it as it starts native setup (same arguments, environment
 // and process group), and the run goes on to write the files and the
 // marker as after a real native setup.
+//
+// The "then sleeps" cases are a setup that goes past the cap and then
+// waits on a child that sleeps 600 s (in its process group, holding the
+// output pipes, as a git child would): the group must be killed as soon as
+// the cap is passed, so the run fails as output-too-large and neither
+// process runs afterwards. A runner that checked the cap only when native
+// setup ends would wait until the test's one-minute context ends and fail
+// with another class.
 func TestNativeOutputLimit(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
+	const tooLarge = "workspace setup failed at native-setup-1: output-too-large"
 	tests := []struct {
 		name           string
-		stdout, stderr int // bytes native setup prints
+		stdout, stderr int  // bytes native setup prints
+		sleep          bool // and then waits on a sleeping child
 		want           string
 	}{
 		{name: "1 MiB on standard output", stdout: mib},
-		{name: "1 MiB + 1 on standard output", stdout: mib + 1, want: "workspace setup failed at native-setup-1: output-too-large"},
+		{name: "1 MiB + 1 on standard output", stdout: mib + 1, want: tooLarge},
 		{name: "1 MiB on standard error", stderr: mib},
-		{name: "1 MiB + 1 on standard error", stderr: mib + 1, want: "workspace setup failed at native-setup-1: output-too-large"},
+		{name: "1 MiB + 1 on standard error", stderr: mib + 1, want: tooLarge},
 		{name: "1 MiB on each", stdout: mib, stderr: mib},
+		{name: "1 MiB + 1 on standard output, then sleeps", stdout: mib + 1, sleep: true, want: tooLarge},
+		{name: "1 MiB + 1 on standard error, then sleeps", stderr: mib + 1, sleep: true, want: tooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := standInPackage(t, 0, 0)
 			exe := filepath.Join(root, "openclaw.mjs")
-			writeFile(t, exe, fmt.Sprintf("head -c %d /dev/zero\nhead -c %d /dev/zero >&2\n", tt.stdout, tt.stderr))
+			pids := filepath.Join(root, "pids")
+			script := fmt.Sprintf("head -c %d /dev/zero\nhead -c %d /dev/zero >&2\n", tt.stdout, tt.stderr)
+			if tt.sleep {
+				script = fmt.Sprintf("sleep 600 &\necho $$ $! > %s\n%swait\n", pids, script)
+			}
+			writeFile(t, exe, script)
 			ws := newWorkspace(t)
 			s := pendingSetup(crashFiles)
 			s.DefaultsID = "" // the stand-in's templates
@@ -779,6 +800,26 @@ func TestNativeOutputLimit(t *testing.T) {
 			}
 			if marker := exists(filepath.Join(ws, workspace.MarkerName)); marker != (tt.want == "") {
 				t.Errorf("marker written: %v, want %v", marker, tt.want == "")
+			}
+			if !tt.sleep {
+				return
+			}
+			// Apply has returned: native setup was waited for and its
+			// group killed. The sleeping child, not native setup's direct
+			// child, may take a moment to be seen as exited; the bound
+			// only keeps a failure from waiting 600 s.
+			for _, f := range strings.Fields(readFile(t, pids)) {
+				pid, err := strconv.Atoi(f)
+				if err != nil {
+					t.Fatalf("pid file %q: %v", f, err)
+				}
+				t.Cleanup(func() {
+					if gwtest.ProcessAlive(pid) {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				})
+				testutil.Eventually(t, 10*time.Second, func() bool { return !gwtest.ProcessAlive(pid) },
+					"process %d of native setup to be gone after Apply returned", pid)
 			}
 		})
 	}
