@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -159,13 +160,26 @@ func statusOf(err error) int {
 }
 
 // run runs cmd (a shell command line for the login shell) with stdin and
-// returns its standard output, at most maxOutput bytes; a command that
-// prints more on standard output or standard error fails, even with exit
-// status 0 (its status is reported first when it is not 0). It holds a session
-// slot while it runs and ends the command when ctx (capped by
-// CommandTimeout) ends. op names the operation in errors.
+// returns its standard output, bounded by CommandTimeout; see runFor.
 func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.d.cfg.CommandTimeout)
+	return h.runFor(ctx, h.d.cfg.CommandTimeout, op, cmd, stdin)
+}
+
+// errOutputTooLarge is wrapped by the error of a command that printed more
+// than maxOutput bytes on a stream. Callers decide what it means.
+var errOutputTooLarge = fmt.Errorf("printed more than %d bytes", maxOutput)
+
+// runFor runs cmd (a shell command line for the login shell) with stdin
+// and returns its standard output, at most maxOutput bytes. It holds a
+// session slot while it runs and gives up on the command when ctx, capped
+// by timeout, ends, or as soon as it has printed more than maxOutput bytes
+// on standard output or standard error (wrapping errOutputTooLarge, which
+// wins over the exit status: a command that printed too much and exited
+// non-zero fails for its output, as the reference's maxBuffer does). A
+// command given up on is ended on the host (abandon) before runFor
+// returns. op names the operation in errors.
+func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string, stdin io.Reader) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := h.acquire(ctx); err != nil {
 		return nil, err
@@ -182,13 +196,18 @@ func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte
 	}
 	defer s.Close()
 	// Both streams count against maxOutput, as the reference's maxBuffer
-	// does; of standard error only the start is kept, for the error.
-	stdout, stderr := capped{keep: maxOutput}, capped{keep: 4096}
-	s.Stdout, s.Stderr = &stdout, &stderr
+	// does; of standard error only the start is kept, for the error. The
+	// first stream past the cap closes tooMuch.
+	tooMuch := make(chan struct{})
+	over := sync.OnceFunc(func() { close(tooMuch) })
+	stdout := &capped{keep: maxOutput, over: over}
+	stderr := &capped{keep: 4096, over: over}
+	hdr := newSessionHeader(stderr)
+	s.Stdout, s.Stderr = stdout, hdr
 	if stdin != nil {
 		s.Stdin = stdin
 	}
-	if err := s.Start(cmd); err != nil {
+	if err := s.Start(sessionPreamble + cmd); err != nil {
 		return nil, fmt.Errorf("ssh: host %s: %s: start: %w", h.cfg.Name, op, err)
 	}
 	done := make(chan error, 1)
@@ -196,21 +215,185 @@ func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		_ = s.Signal(xssh.SIGKILL)
-		_ = s.Close()
+		h.abandon(c, s, hdr, op)
 		return nil, fmt.Errorf("ssh: host %s: %s: %w", h.cfg.Name, op, ctx.Err())
+	case <-tooMuch:
+		h.abandon(c, s, hdr, op)
+		return nil, fmt.Errorf("ssh: host %s: %s %w", h.cfg.Name, op, errOutputTooLarge)
 	}
+	// Wait has returned, so the session's copies are done: the counts and
+	// buffers are final.
+	hdr.flush()
 	var exit *xssh.ExitError
 	switch {
+	case stdout.n > maxOutput || stderr.n > maxOutput:
+		// It passed the cap as it ended, and the select took done.
+		return nil, fmt.Errorf("ssh: host %s: %s %w", h.cfg.Name, op, errOutputTooLarge)
 	case errors.As(err, &exit):
 		return nil, &remoteError{Host: h.cfg.Name, Op: op, Status: exit.ExitStatus(), Stderr: stderr.buf.String()}
 	case err != nil:
 		h.drop(c)
 		return nil, fmt.Errorf("ssh: host %s: %s: %w", h.cfg.Name, op, err)
-	case stdout.n > maxOutput || stderr.n > maxOutput:
-		return nil, fmt.Errorf("ssh: host %s: %s printed more than %d bytes", h.cfg.Name, op, maxOutput)
 	}
 	return stdout.buf.Bytes(), nil
+}
+
+// sessionPreamble comes before every command runFor starts. The login
+// shell, which sshd made the leader of a new session (so the command and
+// its children, unless they leave it with setsid as gateways do, are in
+// that session), prints its pid and its start time (field 22 of
+// /proc/<pid>/stat) as the first line of standard error, then execs the
+// command, which keeps both. It is how a command occ gives up on is ended
+// (abandon): closing the session does not end a command that runs
+// without a terminal, and OpenSSH refuses the "signal" request for root
+// logins, the only ones the driver makes ("session signalling requires
+// privilege separation", which sshd turns off after a root login). The
+// line is printed even when /proc cannot be read (with no start time,
+// which makes the kill a no-op), so the command itself can never supply
+// the first line.
+const sessionPreamble = `read -r s 2>/dev/null </proc/$$/stat; s=${s##*") "}; set -- $s; printf 'occ-session %s %s\n' "$$" "${20}" >&2; exec `
+
+// killTimeout bounds waiting for the preamble's line and the kill of an
+// abandoned command; past it the connection is dropped.
+const killTimeout = 10 * time.Second
+
+// abandon ends a command runFor gives up on: it waits (at most
+// killTimeout) for the preamble's line, closes the session and kills,
+// with SIGKILL from a second session, every process of the command's
+// session on the host (scriptKillSession), so that a command that runs
+// past its deadline or prints too much does not go on changing the host,
+// nor overlap the retry. When that cannot be done (no preamble line, the
+// kill failed or timed out) it is logged and the command may go on
+// running until it ends by itself. The kill's session comes on top of
+// the slot the command holds (sshd keeps the closed session until its
+// command has ended), so sshd's MaxSessions must leave room for it.
+func (h *host) abandon(c *xssh.Client, s *xssh.Session, hdr *sessionHeader, op string) {
+	t := time.NewTimer(killTimeout)
+	defer t.Stop()
+	select {
+	case <-hdr.ready:
+	case <-t.C:
+	}
+	_ = s.Close()
+	id, ok := hdr.session()
+	if !ok {
+		h.d.log.Warn("ssh: a remote command occ gave up on could not be ended; it may still run", "host", h.cfg.Name, "op", op, "error", "no session line")
+		return
+	}
+	if err := h.killSession(c, id); err != nil {
+		h.d.log.Warn("ssh: a remote command occ gave up on could not be ended; it may still run", "host", h.cfg.Name, "op", op, "error", err)
+	}
+}
+
+// killSession runs scriptKillSession for id in a new session on c. A
+// connection that cannot even open the session within killTimeout is
+// dropped (which also unblocks the goroutine).
+func (h *host) killSession(c *xssh.Client, id remoteSession) error {
+	done := make(chan error, 1)
+	go func() {
+		s, err := c.NewSession()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer s.Close()
+		done <- s.Run(shellCmd(scriptKillSession, strconv.FormatUint(id.pid, 10), strconv.FormatUint(id.start, 10)))
+	}()
+	t := time.NewTimer(killTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		h.drop(c)
+		return errors.New("timed out")
+	}
+}
+
+// remoteSession is the session leader of a command on the host: its pid
+// and start time (clock ticks since boot), so a pid reused since is not
+// taken for it.
+type remoteSession struct{ pid, start uint64 }
+
+// sessionHeader takes the preamble's line off the front of a command's
+// standard error and passes everything after it to next. Write runs on
+// the session's copy goroutine; ready is closed once the line is read
+// (or known not to be there: more than maxSessionLine bytes without a
+// newline, or another line), and id may be read only after that.
+type sessionHeader struct {
+	next  io.Writer
+	line  []byte
+	done  bool
+	id    remoteSession
+	ok    bool
+	ready chan struct{}
+}
+
+func newSessionHeader(next io.Writer) *sessionHeader {
+	return &sessionHeader{next: next, ready: make(chan struct{})}
+}
+
+func (h *sessionHeader) Write(p []byte) (int, error) {
+	if h.done {
+		return h.next.Write(p)
+	}
+	n := len(p)
+	i := bytes.IndexByte(p, '\n')
+	switch {
+	case i < 0 && len(h.line)+len(p) <= maxSessionLine:
+		h.line = append(h.line, p...)
+		return n, nil
+	case i >= 0 && len(h.line)+i <= maxSessionLine:
+		h.id, h.ok = parseSessionLine(string(append(h.line, p[:i]...)))
+	}
+	if h.ok {
+		p = p[i+1:]
+	} else {
+		// Not the preamble's line (a login shell's start-up files may
+		// print first): it is the command's output.
+		p = append(h.line, p...)
+	}
+	h.done, h.line = true, nil
+	close(h.ready)
+	_, err := h.next.Write(p)
+	return n, err
+}
+
+// flush passes on a first line that never ended (after the command has).
+func (h *sessionHeader) flush() {
+	if !h.done {
+		h.done = true
+		_, _ = h.next.Write(h.line)
+		close(h.ready)
+	}
+}
+
+// session returns the leader named by the preamble's line, if it came.
+func (h *sessionHeader) session() (remoteSession, bool) {
+	select {
+	case <-h.ready:
+		return h.id, h.ok
+	default:
+		return remoteSession{}, false
+	}
+}
+
+// maxSessionLine bounds the preamble's line ("occ-session", a pid and a
+// start time).
+const maxSessionLine = 64
+
+// parseSessionLine parses "occ-session <pid> <start>".
+func parseSessionLine(line string) (remoteSession, bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "occ-session" {
+		return remoteSession{}, false
+	}
+	pid, err1 := strconv.ParseUint(f[1], 10, 32)
+	start, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 1 {
+		return remoteSession{}, false
+	}
+	return remoteSession{pid: pid, start: start}, true
 }
 
 // dialLoopback opens a direct-tcpip channel to 127.0.0.1:port on the host,
@@ -244,22 +427,27 @@ func (c *slotConn) Close() error {
 	return err
 }
 
-// capped keeps the first keep bytes written to it and counts all of them.
-// It never fails a write, so the session's copy keeps draining the channel
-// and the command can run to its end. The buffer is a field, not embedded:
-// embedded, its ReadFrom would be promoted, and io.Copy (which the SSH
-// session copies output with) would call it and bypass Write, keeping
-// everything and counting nothing.
+// capped keeps the first keep bytes written to it and counts all of them;
+// the first write that takes the count past maxOutput calls over. It
+// never fails a write, so the session's copy keeps draining the channel
+// until runFor closes it. The buffer is a field, not embedded: embedded,
+// its ReadFrom would be promoted, and io.Copy (which the SSH session
+// copies output with) would call it and bypass Write, keeping everything
+// and counting nothing.
 type capped struct {
 	buf  bytes.Buffer
 	keep int
 	n    int
+	over func()
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	c.n += len(p)
 	if room := c.keep - c.buf.Len(); room > 0 {
 		c.buf.Write(p[:min(room, len(p))])
+	}
+	if c.n > maxOutput && c.over != nil {
+		c.over()
 	}
 	return len(p), nil
 }

@@ -1,23 +1,38 @@
 package ssh
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // TestRunOutputLimit: against the real sshd, without gateways. A remote
 // command (the workspace setup runner among them) may print 64 KiB on
 // each of its standard output and standard error, as the reference's
 // maxBuffer allows per stream, and its whole standard output comes back;
-// one byte more on either fails the command although it exited 0. A
-// command that exits non-zero reports its status, with the first 4,096
-// bytes of its standard error, however much it printed.
+// one byte more on either fails the command, whatever its exit status. A
+// command that exits non-zero within the cap reports its status, with the
+// first 4,096 bytes of its standard error.
+//
+// The "then sleeps" cases go past the cap and then wait on a child that
+// sleeps 600 s, as root and as the runtime account (through runuser, as
+// the setup runner runs): run must give up as soon as the cap is passed
+// and end the command on the host, so it fails as too much output and
+// neither process runs afterwards. A run that checked the cap only when
+// the command ends would wait until the test's one-minute context ends
+// and fail with another error.
 func TestRunOutputLimit(t *testing.T) {
 	d, err := New(Options{Config: testConfig(t), Binary: os.Args[0]})
 	if err != nil {
@@ -36,7 +51,8 @@ func TestRunOutputLimit(t *testing.T) {
 	}
 	tests := []struct {
 		name                   string
-		stdout, stderr, status int // what the command prints, and its exit status
+		stdout, stderr, status int  // what the command prints, and its exit status
+		sleep, runtime         bool // then waits on a sleeping child; run as the runtime account
 		want                   result
 	}{
 		{name: "64 KiB on standard output", stdout: kib64, want: result{Stdout: kib64}},
@@ -44,14 +60,30 @@ func TestRunOutputLimit(t *testing.T) {
 		{name: "64 KiB on standard error", stderr: kib64, want: result{}},
 		{name: "64 KiB + 1 on standard error", stderr: kib64 + 1, want: result{Err: tooMuch}},
 		{name: "64 KiB on each", stdout: kib64, stderr: kib64, want: result{Stdout: kib64}},
-		{name: "exit 3 after 64 KiB + 1 on each", stdout: kib64 + 1, stderr: kib64 + 1, status: 3, want: result{Status: 3, Stderr: 4096}},
+		{name: "exit 3 after 64 KiB on each", stdout: kib64, stderr: kib64, status: 3, want: result{Status: 3, Stderr: 4096}},
+		{name: "exit 3 after 64 KiB + 1 on each", stdout: kib64 + 1, stderr: kib64 + 1, status: 3, want: result{Err: tooMuch}},
+		{name: "64 KiB + 1 on standard output, then sleeps", stdout: kib64 + 1, sleep: true, want: result{Err: tooMuch}},
+		{name: "64 KiB + 1 on standard error, then sleeps", stderr: kib64 + 1, sleep: true, want: result{Err: tooMuch}},
+		{name: "as the runtime account, 64 KiB + 1 on standard output, then sleeps", stdout: kib64 + 1, sleep: true, runtime: true, want: result{Err: tooMuch}},
+		{name: "as the runtime account, 64 KiB + 1 on standard error, then sleeps", stderr: kib64 + 1, sleep: true, runtime: true, want: result{Err: tooMuch}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			out, err := h.run(ctx, "print", shellCmd(`head -c "$1" /dev/zero && head -c "$2" /dev/zero | tr '\0' e >&2 && exit "$3"`,
-				strconv.Itoa(tt.stdout), strconv.Itoa(tt.stderr), strconv.Itoa(tt.status)), nil)
+			script := `head -c "$1" /dev/zero && head -c "$2" /dev/zero | tr '\0' e >&2 && exit "$3"`
+			pids := filepath.Join(pidDir(t), "pids")
+			if tt.sleep {
+				// The sleeping child holds both output pipes, as a
+				// stuck child of the setup runner would.
+				script = `sleep 600 & echo $$ $! > "$4"; head -c "$1" /dev/zero; head -c "$2" /dev/zero | tr '\0' e >&2; wait; exit "$3"`
+			}
+			args := []string{strconv.Itoa(tt.stdout), strconv.Itoa(tt.stderr), strconv.Itoa(tt.status), pids}
+			cmd := shellCmd(script, args...)
+			if tt.runtime {
+				cmd = h.asRuntime(script, args...)
+			}
+			out, err := h.run(ctx, "print", cmd, nil)
 			var got result
 			var re *remoteError
 			switch {
@@ -64,6 +96,94 @@ func TestRunOutputLimit(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("run (-want +got):\n%s", diff)
+			}
+			if tt.sleep {
+				checkGone(t, pids)
+			}
+		})
+	}
+}
+
+// pidDir is a directory the runtime account can write its pids into.
+func pidDir(t *testing.T) string {
+	t.Helper()
+	dir := traversableDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkGone: every pid in the file (the remote command's, on this
+// machine's sshd) has ended. The command was ended before run returned;
+// the bound only keeps a failure from waiting 600 s, and the cleanup kills
+// what is left.
+func checkGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the remote command's pids: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %q: %v", b, err)
+		}
+		pids = append(pids, pid)
+		t.Cleanup(func() {
+			if gwtest.ProcessAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+	}
+	for _, pid := range pids {
+		testutil.Eventually(t, 10*time.Second, func() bool { return !gwtest.ProcessAlive(pid) },
+			"process %d of the remote command to be gone after run returned", pid)
+	}
+}
+
+// TestSessionHeader: the preamble's line is taken off standard error
+// however the session's copy splits it, and anything that is not that
+// line (another first line, a pid of 1 or none, no start time, 64 bytes
+// without a newline, output that ends before a newline) reaches the
+// command's standard error untouched, naming no session to kill.
+func TestSessionHeader(t *testing.T) {
+	type result struct {
+		Session remoteSession
+		OK      bool
+		Rest    string
+	}
+	long := strings.Repeat("x", 65)
+	tests := []struct {
+		name   string
+		writes []string
+		want   result
+	}{
+		{name: "one write", writes: []string{"occ-session 123 456\nerr"}, want: result{remoteSession{123, 456}, true, "err"}},
+		{name: "split line", writes: []string{"occ-ses", "sion 123 4", "56\n", "err"}, want: result{remoteSession{123, 456}, true, "err"}},
+		{name: "line only", writes: []string{"occ-session 7 0\n"}, want: result{remoteSession{7, 0}, true, ""}},
+		{name: "another line", writes: []string{"hello\nworld"}, want: result{Rest: "hello\nworld"}},
+		{name: "pid 1", writes: []string{"occ-session 1 5\n"}, want: result{Rest: "occ-session 1 5\n"}},
+		{name: "no start time", writes: []string{"occ-session 12 \n"}, want: result{Rest: "occ-session 12 \n"}},
+		{name: "no newline within 64 bytes", writes: []string{long[:40], long[40:], "\nerr"}, want: result{Rest: long + "\nerr"}},
+		{name: "ends before a newline", writes: []string{"occ-s"}, want: result{Rest: "occ-s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var next bytes.Buffer
+			h := newSessionHeader(&next)
+			for _, w := range tt.writes {
+				if n, err := h.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write(%q) = %d, %v", w, n, err)
+				}
+			}
+			h.flush()
+			var got result
+			got.Session, got.OK = h.session()
+			got.Rest = next.String()
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(remoteSession{})); diff != "" {
+				t.Errorf("sessionHeader (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ r=$1 ru=$2 node=$3 mjs=$4
 [ "$(id -u)" = 0 ] || { echo "the login user is not root" >&2; exit 10; }
 id -u "$ru" >/dev/null 2>&1 || { echo "runtime user $ru does not exist" >&2; exit 11; }
 [ "$(id -u "$ru")" != 0 ] || { echo "runtime user $ru is root" >&2; exit 11; }
-for t in runuser setsid pgrep sha256sum flock find awk timeout; do
+for t in runuser setsid pgrep pkill sha256sum flock find awk timeout; do
 	command -v "$t" >/dev/null 2>&1 || { echo "$t is missing" >&2; exit 12; }
 done
 runuser -u "$ru" -- test -x "$node" -a -r "$mjs" || { echo "runtime user $ru cannot run $node and read $mjs" >&2; exit 13; }
@@ -154,6 +154,25 @@ if [ "$mode" = verify ]; then
 	exec "$occ" workspace-setup --verify --payload "$d/setup-identity.json" --workspace "$d/state/workspace" --node "$node" --openclaw "$mjs" --state-dir "$d/state" --log "$d/logs/workspace-setup.log"
 fi
 exec "$occ" workspace-setup --workspace "$d/state/workspace" --node "$node" --openclaw "$mjs" --state-dir "$d/state" --log "$d/logs/workspace-setup.log"
+`
+
+// scriptKillSession (root) ends a command occ gave up on: SIGKILL to
+// every process of the session whose leader is pid, if pid is still the
+// process that started at start (field 22 of /proc/<pid>/stat), so a pid
+// reused since is left alone. The leader is the command's login shell
+// (host.go, sessionPreamble); gateways leave the session with setsid and
+// are not touched. Args: pid start.
+const scriptKillSession = `
+pid=$1 start=$2
+read -r s 2>/dev/null </proc/"$pid"/stat || exit 0
+s=${s##*") "}
+set -- $s
+[ -n "$start" ] && [ "${20}" = "$start" ] || exit 0
+pkill -KILL -s "$pid"
+# A second pass catches a child forked while the first one ran.
+sleep 0.1
+pkill -KILL -s "$pid"
+exit 0
 `
 
 // scriptWriteIdentity (runtime) writes the completed setup identity (the
