@@ -64,7 +64,8 @@ type Config struct {
 	MaxSessions int `yaml:"maxSessions" json:"maxSessions,omitempty"`
 	// ConnectTimeout bounds dialing and the SSH handshake (default 10s);
 	// CommandTimeout bounds one remote command when the caller's deadline
-	// is later (default 2m); ReadyTimeout bounds one gateway start to
+	// is later (default 2m), except `occ workspace-setup`, which has
+	// setupRunnerTimeout (60 s) whatever this says; ReadyTimeout bounds one gateway start to
 	// readiness (default 90s); StopGrace is SIGTERM to SIGKILL (10s).
 	ConnectTimeout time.Duration `yaml:"connectTimeout" json:"connectTimeout,omitempty"`
 	CommandTimeout time.Duration `yaml:"commandTimeout" json:"commandTimeout,omitempty"`

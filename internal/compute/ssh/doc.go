@@ -12,7 +12,8 @@
 // inside an Agent's directory as the runtime account (runuser, an
 // environment built from scratch). Config.MaxSessions bounds the sessions
 // and channels open to one host; every command is bounded by the caller's
-// deadline and Config.CommandTimeout, dialing by Config.ConnectTimeout. A
+// deadline and Config.CommandTimeout (`occ workspace-setup` by
+// setupRunnerTimeout, 60 s, instead), dialing by Config.ConnectTimeout. A
 // command may print at most 64 KiB on each stream; one that passes its
 // deadline or the cap is killed on the host at once with its whole SSH
 // session (host.go: sessionPreamble, abandon).

@@ -61,6 +61,10 @@ type Driver struct {
 	hostKey xssh.HostKeyCallback
 	hosts   []*host
 
+	// setupTimeout bounds each `occ workspace-setup` run:
+	// setupRunnerTimeout, shorter in tests.
+	setupTimeout time.Duration
+
 	mu     sync.Mutex
 	agents map[string]*agent
 	closed bool
@@ -137,7 +141,7 @@ func New(o Options) (*Driver, error) {
 	}
 	d := &Driver{
 		cfg: cfg, log: o.Logger, binary: bin, binSum: sum, maxLog: o.MaxLogBytes,
-		auth: signer, hostKey: cb, agents: map[string]*agent{},
+		auth: signer, hostKey: cb, agents: map[string]*agent{}, setupTimeout: setupRunnerTimeout,
 		watch: readywatch.New(watchInterval, cfg.ReadyTimeout),
 	}
 	if d.log == nil {
@@ -677,14 +681,33 @@ func (d *Driver) readyz(ctx context.Context, h *host, port int) bool {
 
 var errNoIdentity = errors.New("ssh: no setup identity")
 
+// setupRunnerTimeout bounds one run of `occ workspace-setup` on a host,
+// apply or verify, instead of CommandTimeout: the reference runs its
+// setup script over SSH with a timeout of 60,000 ms. There is no setting
+// for it. The runner's own native setup runs (two in an apply, 2-5 s
+// each) fit well within it.
+const setupRunnerTimeout = 60 * time.Second
+
 // runSetup runs `occ workspace-setup` on the host as the runtime account:
 // "apply" with the payload on stdin, or "verify" against the identity
-// file. Exit 1 (WORKSPACE_SETUP_FAILED) is permanent; anything else
-// (the host, the connection, the deadline) is retryable.
+// file, within d.setupTimeout (setupRunnerTimeout; tests shorten it).
+// Exit 1 (WORKSPACE_SETUP_FAILED) is permanent, and so is more output
+// than the cap (errOutputTooLarge): the runner prints one short line, so
+// more comes from the binary or the host, not from a passing condition,
+// and the same payload would print it again (the reference collapses
+// every runner error to one failure). The other commands' overflow stays
+// retryable: their output is host state (listings, status), which can
+// change, and a host problem must not fail a deployment for good.
+// Anything else (the host, the connection, the deadline) is retryable: a
+// runner past its deadline was killed, and a retry is safe (the runner's
+// steps are idempotent up to the marker).
 func (d *Driver) runSetup(ctx context.Context, h *host, dir, mode string, payload io.Reader) error {
-	_, err := h.run(ctx, "workspace-setup "+mode, h.asRuntime(scriptSetup, dir, h.occPath(), d.node(), d.openclaw(), mode), payload)
+	_, err := h.runFor(ctx, d.setupTimeout, "workspace-setup "+mode, h.asRuntime(scriptSetup, dir, h.occPath(), d.node(), d.openclaw(), mode), payload)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errOutputTooLarge) {
+		return compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("%w: WORKSPACE_SETUP_FAILED", err))
 	}
 	var re *remoteError
 	if errors.As(err, &re) && re.Status == 1 {

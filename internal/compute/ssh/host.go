@@ -166,7 +166,8 @@ func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte
 }
 
 // errOutputTooLarge is wrapped by the error of a command that printed more
-// than maxOutput bytes on a stream. Callers decide what it means.
+// than maxOutput bytes on a stream. Callers decide what it means: for most
+// commands a retryable failure like any other (see runSetup).
 var errOutputTooLarge = fmt.Errorf("printed more than %d bytes", maxOutput)
 
 // runFor runs cmd (a shell command line for the login shell) with stdin

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
+	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/testutil"
 )
 
@@ -140,6 +141,81 @@ func checkGone(t *testing.T, pidFile string) {
 	for _, pid := range pids {
 		testutil.Eventually(t, 10*time.Second, func() bool { return !gwtest.ProcessAlive(pid) },
 			"process %d of the remote command to be gone after run returned", pid)
+	}
+}
+
+// TestRunSetup: runSetup on the real sshd with a stand-in for the uploaded
+// occ binary (a script as <root>/bin/occ, run as the runtime account
+// exactly as `occ workspace-setup` is). Its failures are classed as the
+// reference's "Workspace initialization failed." requires: exit 1 and
+// output past the 64 KiB cap are permanent WORKSPACE_SETUP_FAILED (the
+// same binary and payload would print it again); a runner still running
+// at its own deadline (setupRunnerTimeout, shortened here to 3 s while
+// CommandTimeout stays 2 minutes) is a retryable deadline error, returned
+// while the test's one-minute context still runs. In both the
+// overflow and the deadline case the stand-in (and the child it waits on)
+// are gone when runSetup returns.
+func TestRunSetup(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Root = traversableDir(t)
+	d, err := New(Options{Config: cfg, Binary: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.setupTimeout != 60*time.Second || d.cfg.CommandTimeout != 2*time.Minute {
+		t.Fatalf("New: setup runner timeout %s and command timeout %s, want the reference's 60s and the default 2m0s", d.setupTimeout, d.cfg.CommandTimeout)
+	}
+	d.setupTimeout = 3 * time.Second
+	h := d.hosts[0]
+	if err := os.MkdirAll(filepath.Join(cfg.Root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		Err       bool
+		Permanent string // the code of a permanent error
+		Deadline  bool   // the error wraps context.DeadlineExceeded
+	}
+	tests := []struct {
+		name  string
+		occ   string // the stand-in's script; $PIDS is the pid file
+		sleep bool
+		want  result
+	}{
+		{name: "success", occ: `echo '{"completed":true,"id":"s"}'`, want: result{}},
+		{name: "exit 1", occ: `echo WORKSPACE_SETUP_FAILED >&2; exit 1`, want: result{Err: true, Permanent: compute.CodeWorkspaceSetupFailed}},
+		{name: "64 KiB + 1 of output, then sleeps", occ: `sleep 600 & echo $$ $! > "$PIDS"; head -c 65537 /dev/zero; wait`, sleep: true,
+			want: result{Err: true, Permanent: compute.CodeWorkspaceSetupFailed}},
+		{name: "past its deadline", occ: `sleep 600 & echo $$ $! > "$PIDS"; wait`, sleep: true, want: result{Err: true, Deadline: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			pids := filepath.Join(pidDir(t), "pids")
+			script := "#!/bin/sh\nPIDS=" + shq(pids) + "\n" + tt.occ + "\n"
+			if err := os.WriteFile(h.occPath(), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err := d.runSetup(ctx, h, filepath.Join(cfg.Root, "agent"), "apply", strings.NewReader(`{}`))
+			var got result
+			if err != nil {
+				got.Err = true
+				if p, ok := compute.AsPermanent(err); ok {
+					got.Permanent = p.Code
+				}
+				got.Deadline = errors.Is(err, context.DeadlineExceeded)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("runSetup = %v (-want +got):\n%s", err, diff)
+			}
+			if ctx.Err() != nil {
+				t.Errorf("runSetup returned only when the test's own context ended: %v", err)
+			}
+			if tt.sleep {
+				checkGone(t, pids)
+			}
+		})
 	}
 }
 
