@@ -808,16 +808,20 @@ func TestNativeOutputLimit(t *testing.T) {
 			// group killed. The sleeping child, not native setup's direct
 			// child, may take a moment to be seen as exited; the bound
 			// only keeps a failure from waiting 600 s.
+			var alive []int
 			for _, f := range strings.Fields(readFile(t, pids)) {
 				pid, err := strconv.Atoi(f)
 				if err != nil {
 					t.Fatalf("pid file %q: %v", f, err)
 				}
+				alive = append(alive, pid)
 				t.Cleanup(func() {
 					if gwtest.ProcessAlive(pid) {
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
 				})
+			}
+			for _, pid := range alive {
 				testutil.Eventually(t, 10*time.Second, func() bool { return !gwtest.ProcessAlive(pid) },
 					"process %d of native setup to be gone after Apply returned", pid)
 			}
