@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/setuprunner"
-	"github.com/openclaw/occ/internal/testutil"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -805,26 +802,8 @@ func TestNativeOutputLimit(t *testing.T) {
 				return
 			}
 			// Apply has returned: native setup was waited for and its
-			// group killed. The sleeping child, not native setup's direct
-			// child, may take a moment to be seen as exited; the bound
-			// only keeps a failure from waiting 600 s.
-			var alive []int
-			for _, f := range strings.Fields(readFile(t, pids)) {
-				pid, err := strconv.Atoi(f)
-				if err != nil {
-					t.Fatalf("pid file %q: %v", f, err)
-				}
-				alive = append(alive, pid)
-				t.Cleanup(func() {
-					if gwtest.ProcessAlive(pid) {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-					}
-				})
-			}
-			for _, pid := range alive {
-				testutil.Eventually(t, 10*time.Second, func() bool { return !gwtest.ProcessAlive(pid) },
-					"process %d of native setup to be gone after Apply returned", pid)
-			}
+			// group killed.
+			gwtest.CheckPIDsGone(t, pids)
 		})
 	}
 }

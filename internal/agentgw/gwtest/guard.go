@@ -206,6 +206,36 @@ func ProcessAlive(pid int) bool {
 	return err == nil && state != 'Z' && state != 'X'
 }
 
+// CheckPIDsGone fails t unless every pid listed in pidFile (separated by
+// white space, written by processes the code under test was to end) has
+// ended. The process was ended before the check is made; the bounded wait
+// only lets a killed process finish dying (a zombie counts as gone) and
+// keeps a failure from waiting for it. A pid still alive when the test
+// ends is killed with SIGKILL.
+func CheckPIDsGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 1 {
+			t.Fatalf("pid file %s holds %q", pidFile, b)
+		}
+		pids = append(pids, pid)
+		t.Cleanup(func() {
+			if ProcessAlive(pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		})
+	}
+	for _, pid := range pids {
+		testutil.Eventually(t, 10*time.Second, func() bool { return !ProcessAlive(pid) }, "process %d to be gone", pid)
+	}
+}
+
 func pgrpOf(pid int) (int, error) {
 	_, pgrp, err := procState(pid)
 	return pgrp, err

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
-	"github.com/openclaw/occ/internal/testutil"
 )
 
 // TestRunOutputLimit: against the real sshd, without gateways. A remote
@@ -99,7 +97,7 @@ func TestRunOutputLimit(t *testing.T) {
 				t.Errorf("run (-want +got):\n%s", diff)
 			}
 			if tt.sleep {
-				checkGone(t, pids)
+				gwtest.CheckPIDsGone(t, pids)
 			}
 		})
 	}
@@ -113,35 +111,6 @@ func pidDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// checkGone: every pid in the file (the remote command's, on this
-// machine's sshd) has ended. The command was ended before run returned;
-// the bound only keeps a failure from waiting 600 s, and the cleanup kills
-// what is left.
-func checkGone(t *testing.T, pidFile string) {
-	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatalf("the remote command's pids: %v", err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("pid file %q: %v", b, err)
-		}
-		pids = append(pids, pid)
-		t.Cleanup(func() {
-			if gwtest.ProcessAlive(pid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		})
-	}
-	for _, pid := range pids {
-		testutil.Eventually(t, 10*time.Second, func() bool { return !gwtest.ProcessAlive(pid) },
-			"process %d of the remote command to be gone after run returned", pid)
-	}
 }
 
 // TestRunSetup: runSetup on the real sshd with a stand-in for the uploaded
@@ -213,7 +182,7 @@ func TestRunSetup(t *testing.T) {
 				t.Errorf("runSetup returned only when the test's own context ended: %v", err)
 			}
 			if tt.sleep {
-				checkGone(t, pids)
+				gwtest.CheckPIDsGone(t, pids)
 			}
 		})
 	}
