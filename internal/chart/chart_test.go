@@ -159,6 +159,14 @@ func TestSchemaRefusals(t *testing.T) {
 		{"image pull Secret is the database URL's", "private-registry", []string{"imagePullSecrets[1].name=occ-database"}, `imagePullSecrets[1] names "occ-database", which is also database.existingSecret`},
 		{"image pull Secret is the service key's", "private-registry", []string{"imagePullSecrets[0].name=occ-private-gateway-key"}, `imagePullSecrets[0] names "occ-private-gateway-key", which is also gatewayRouting.apiKeySecretName`},
 		{"image pull Secret is the listener certificate's", "private-registry", []string{"imagePullSecrets[0].name=oce-agent-gateways-tls"}, `imagePullSecrets[0] names "oce-agent-gateways-tls", which is also gatewayRouting.tlsSecretName`},
+		{"maxUnavailable of zero", "routing-off", []string{"podDisruptionBudget.maxUnavailable=0"}, "at '/podDisruptionBudget/maxUnavailable': minimum: got 0, want 1"},
+		{"maxUnavailable of 0%", "routing-off", []string{"podDisruptionBudget.maxUnavailable=0%"}, `'0%' does not match pattern`},
+		{"maxUnavailable past 100%", "routing-off", []string{"podDisruptionBudget.maxUnavailable=101%"}, `'101%' does not match pattern`},
+		{"maxUnavailable a fraction", "routing-off", []string{"json:podDisruptionBudget.maxUnavailable=1.5"}, "at '/podDisruptionBudget/maxUnavailable': got number, want integer"},
+		{"minAvailable below one", "routing-off", []string{"podDisruptionBudget.minAvailable=-1"}, "at '/podDisruptionBudget/minAvailable': minimum: got -1, want 1"},
+		{"minAvailable and maxUnavailable", "routing-off", []string{"podDisruptionBudget.enabled=true", "podDisruptionBudget.minAvailable=2"}, `podDisruptionBudget.maxUnavailable (1) and podDisruptionBudget.minAvailable (2) are both set`},
+		{"neither minAvailable nor maxUnavailable", "routing-off", []string{"podDisruptionBudget.enabled=true", "podDisruptionBudget.maxUnavailable="}, "podDisruptionBudget sets neither maxUnavailable nor minAvailable"},
+		{"unknown disruption budget key", "routing-off", []string{"podDisruptionBudget.maxUnavailible=1"}, "additional properties 'maxUnavailible' not allowed"},
 		{"image pull Secret is the bootstrap password's", "private-registry", []string{"bootstrapAdmin.passwordSecretName=mirror-credentials"}, `imagePullSecrets[1] names "mirror-credentials", which is also bootstrapAdmin.passwordSecretName`},
 	}
 	for _, tt := range tests {

@@ -7,7 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// TestNameLengths renders every value set, and SQLite with metrics, for the
+// TestNameLengths renders every value set, SQLite with metrics, and
+// PostgreSQL with the PodDisruptionBudgets, for the
 // longest release names Helm accepts (53 characters, with and without
 // "occ") in the longest namespace, and checks each object's name as the API
 // server validates it for its kind, and every label value: a name that
@@ -20,7 +21,10 @@ func TestNameLengths(t *testing.T) {
 		file string
 		sets []string
 	}
-	sets := []valueSet{{"metrics", []string{"database.mode=sqlite", "metrics.serviceMonitor.enabled=false"}}}
+	sets := []valueSet{
+		{"metrics", []string{"database.mode=sqlite", "metrics.serviceMonitor.enabled=false"}},
+		{"routing-auto-ca", []string{"podDisruptionBudget.enabled=true"}},
+	}
 	for _, vs := range valueSets {
 		sets = append(sets, valueSet{vs, nil})
 	}

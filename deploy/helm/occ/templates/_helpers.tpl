@@ -255,6 +255,15 @@ is cut further when needed (only the worker's, for full names over 48 characters
   protocol: TCP
 {{- end -}}
 
+{{/*
+occ.intOrPercent: a value the schema allows as an integer or a percentage string ("50%"), as
+Kubernetes takes an IntOrString: the integer without a decimal point (values files give floats),
+the percentage quoted.
+*/}}
+{{- define "occ.intOrPercent" -}}
+{{- if kindIs "string" . -}}{{ quote . }}{{- else -}}{{ int . }}{{- end -}}
+{{- end -}}
+
 {{- define "occ.podSecurityContext" -}}
 runAsNonRoot: true
 runAsUser: 65532
