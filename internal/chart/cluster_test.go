@@ -40,6 +40,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -407,7 +408,7 @@ func deploymentReady(d *appsv1.Deployment) bool {
 // Pod owned by a Job to Succeeded, so the Job completes as if occ
 // migrate had run, and helm removes it (hook-succeeded).
 func TestInstall(t *testing.T) {
-	in := installChart(t, installOptions{values: []string{"routing-auto-ca"}})
+	in := installChart(t, installOptions{values: []string{"routing-auto-ca"}, sets: []string{"podDisruptionBudget.enabled=true"}})
 	env, ctx := in.env, testCtx(t, 3*time.Minute)
 	r := in.kc.GatewayRouting
 
@@ -474,6 +475,29 @@ func TestInstall(t *testing.T) {
 		})
 		t.Logf("SecurityPolicy %s Accepted after %v", sp.Name, time.Since(start).Round(time.Millisecond))
 	})
+
+	t.Run("each Deployment's PodDisruptionBudget allows one eviction", func(t *testing.T) {
+		waitBudgets(t, ctx, in, in.fullname+"-api", in.fullname+"-worker")
+	})
+}
+
+// waitBudgets waits until the disruption controller has counted the one
+// Ready Pod of each named PodDisruptionBudget's Deployment and allows its
+// eviction (maxUnavailable 1, or a percentage, of one replica), so a drain
+// would not wait.
+func waitBudgets(t *testing.T, ctx context.Context, in *installation, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		var pdb policyv1.PodDisruptionBudget
+		testkube.WaitFor(t, ctx, func() (bool, error) {
+			if err := in.env.Client.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: name}, &pdb); err != nil {
+				return false, err
+			}
+			st := pdb.Status
+			return st.ObservedGeneration == pdb.Generation && st.ExpectedPods == 1 && st.CurrentHealthy == 1 &&
+				st.DesiredHealthy == 0 && st.DisruptionsAllowed == 1, nil
+		})
+	}
 }
 
 func conditions(cs []metav1.Condition) string {
@@ -492,8 +516,11 @@ func TestInstallSQLite(t *testing.T) {
 		values: []string{"routing-off"},
 		// Metrics on: the metrics Service must resolve to the API Pod's
 		// named port on a real API server (kwok gives the Pod an IP).
+		// A PodDisruptionBudget as a percentage: the API server takes the
+		// string, and 50% of one replica still lets its Pod be evicted.
 		sets: []string{"database.mode=sqlite", "database.existingSecret=", "metrics.enabled=true",
-			`json:networkPolicy.metricsIngressFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`},
+			`json:networkPolicy.metricsIngressFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`,
+			"podDisruptionBudget.enabled=true", "podDisruptionBudget.maxUnavailable=50%"},
 		volumes: 1, storageSet: "database.sqlite.storageClassName",
 	})
 	env, ctx := in.env, testCtx(t, time.Minute)
@@ -559,6 +586,18 @@ func TestInstallSQLite(t *testing.T) {
 		return false, nil
 	})
 	t.Logf("metrics Service endpoint %s", endpoints)
+
+	// The API's one Pod may be evicted, as a node drain would.
+	waitBudgets(t, ctx, in, in.fullname+"-api")
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(in.namespace), client.MatchingLabels(api.Spec.Selector.MatchLabels)); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("API Pods: %d, %v; want 1", len(pods.Items), err)
+	}
+	if err := env.Client.SubResource("eviction").Create(ctx, &pods.Items[0], &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: pods.Items[0].Name, Namespace: in.namespace},
+	}); err != nil {
+		t.Errorf("evict the API's one Pod under maxUnavailable 50%%: %v", err)
+	}
 }
 
 // serviceAccount is a chart ServiceAccount with a real token from the
