@@ -8,12 +8,11 @@ import (
 )
 
 // TestNameLengths renders every value set, SQLite with metrics, and
-// PostgreSQL with the PodDisruptionBudgets, for the
-// longest release names Helm accepts (53 characters, with and without
-// "occ") in the longest namespace, and checks each object's name as the API
-// server validates it for its kind, and every label value: a name that
-// is too long for one kind fails helm install halfway, which helm template
-// does not notice.
+// PostgreSQL with the PodDisruptionBudgets, for the longest release names
+// Helm accepts (53 characters, with and without "occ") in the longest
+// namespace, and checks each object's name as the API server validates it
+// for its kind, and every label value: a name that is too long for one
+// kind fails helm install halfway, which helm template does not notice.
 func TestNameLengths(t *testing.T) {
 	releases := []string{strings.Repeat("r", 53), "occ" + strings.Repeat("r", 50)}
 	longNamespace := strings.Repeat("n", 63)
