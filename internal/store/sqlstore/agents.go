@@ -131,7 +131,7 @@ func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 		return []any{&a.ID, &a.Name, &a.ConfigurationID, (*string)(&a.Status), (*string)(&a.DesiredRuntimeState),
 			optStringCol{&a.ActiveRevisionID}, optStringCol{&a.DeletionRequestedBy}, timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt}}
 	}
-	page, err := listPageInto(ctx, s, "list agents", dest,
+	page, err := listPage(ctx, s, "list agents", into(dest),
 		func(a store.Agent) store.PageCursor { return store.PageCursor{CreatedAt: a.CreatedAt, ID: a.ID} },
 		`SELECT id, name, configuration_id, status, desired_runtime_state, active_revision_id, deletion_requested_by,
 			created_at, updated_at FROM agents WHERE namespace_id = ?`, "AND", p, namespaceID)

@@ -135,7 +135,7 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 	args = append(args, limit)
 	// Room for the rows up front, but never more than a page's worth: the
 	// store takes any positive limit.
-	return listInto(ctx, s, "list audit events", auditDest, min(limit, store.MaxPageSize), q, args...)
+	return listCap(ctx, s, "list audit events", into(auditDest), min(limit, store.MaxPageSize), q, args...)
 }
 
 // AuditChainHead returns the chain head: the sequence number and hash of

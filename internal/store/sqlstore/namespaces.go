@@ -43,7 +43,7 @@ func (s *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 // ListNamespaces returns one page of Namespaces, oldest first (index
 // namespaces_created_idx).
 func (s *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
-	return listPageInto(ctx, s, "list namespaces", namespaceDest,
+	return listPage(ctx, s, "list namespaces", into(namespaceDest),
 		func(n store.Namespace) store.PageCursor { return store.PageCursor{CreatedAt: n.CreatedAt, ID: n.ID} },
 		`SELECT `+namespaceColumns+` FROM namespaces`, "WHERE", p)
 }

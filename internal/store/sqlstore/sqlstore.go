@@ -762,33 +762,21 @@ func listCap[T any](ctx context.Context, s *Store, op string, scan func(rowScann
 // rowDest gives the Scan destinations that read one row into *t.
 type rowDest[T any] func(t *T) []any
 
-// listInto is listCap for the lists read most (a page of Agents,
-// Namespaces, audit events): the destinations are bound once to one T,
-// which each row is read into and then copied out of. A scan function's
-// own T, its []any of destinations and every converted field escape to
-// the heap on every row (Scan is an interface call): 4 of an Agent row's
-// 14 allocations.
-func listInto[T any](ctx context.Context, s *Store, op string, dest rowDest[T], n int, query string, args ...any) ([]T, error) {
-	rows, err := s.query(ctx, query, args...)
-	if err != nil {
-		return nil, s.dbErr(op, err)
-	}
-	defer rows.Close()
-	out := make([]T, 0, n)
+// into is the scan function of the lists read most (a page of Agents,
+// Namespaces, audit events), for one query: every row is read into one T
+// whose destinations are bound once, and copied out of it. A scan
+// function that declares its own T per row has that T, its []any of
+// destinations and every converted field escape to the heap on every row
+// (Scan is an interface call): 4 of an Agent row's 14 allocations.
+func into[T any](dest rowDest[T]) func(rowScanner) (T, error) {
 	var zero T
 	cur := new(T)
 	d := dest(cur)
-	for rows.Next() {
+	return func(r rowScanner) (T, error) {
 		*cur = zero // a NULL leaves some destinations as they were
-		if err := rows.Scan(d...); err != nil {
-			return nil, s.dbErr(op, err)
-		}
-		out = append(out, *cur)
+		err := r.Scan(d...)
+		return *cur, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr(op, err)
-	}
-	return out, nil
 }
 
 // listPage reads one page of a list ordered by (created_at, id): base is
@@ -801,22 +789,6 @@ func listInto[T any](ctx context.Context, s *Store, op string, dest rowDest[T], 
 // late page costs as much as all the pages before it. A limit outside 1..store.MaxPageSize is Invalid.
 func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), key func(T) store.PageCursor,
 	base, where string, p store.PageRequest, args ...any) (store.Page[T], error) {
-	return readPage(s, key, base, where, p, args, func(q string, args []any) ([]T, error) {
-		return listCap(ctx, s, op, scan, p.Limit+1, q, args...)
-	})
-}
-
-// listPageInto is listPage reading its rows with listInto.
-func listPageInto[T any](ctx context.Context, s *Store, op string, dest rowDest[T], key func(T) store.PageCursor,
-	base, where string, p store.PageRequest, args ...any) (store.Page[T], error) {
-	return readPage(s, key, base, where, p, args, func(q string, args []any) ([]T, error) {
-		return listInto(ctx, s, op, dest, p.Limit+1, q, args...)
-	})
-}
-
-// readPage is listPage's paging around read, which runs the final query.
-func readPage[T any](s *Store, key func(T) store.PageCursor, base, where string, p store.PageRequest, args []any,
-	read func(q string, args []any) ([]T, error)) (store.Page[T], error) {
 	if p.Limit < 1 || p.Limit > store.MaxPageSize {
 		return store.Page[T]{}, errkind.Newf(errkind.Invalid, "the page size must be between 1 and %d", store.MaxPageSize)
 	}
@@ -827,7 +799,7 @@ func readPage[T any](s *Store, key func(T) store.PageCursor, base, where string,
 	}
 	q += " ORDER BY created_at, id LIMIT ?"
 	args = append(args, p.Limit+1)
-	items, err := read(q, args)
+	items, err := listCap(ctx, s, op, scan, p.Limit+1, q, args...)
 	if err != nil {
 		return store.Page[T]{}, err
 	}
