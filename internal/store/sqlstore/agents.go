@@ -123,9 +123,9 @@ func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id
 }
 
 // ListAgents returns one page of the Namespace's Agents, oldest first
-// (index agents_namespace_created_idx). The rows' namespace_id is the
-// one asked for, so it is not read back: on SQLite every text column of
-// the 101 rows is three driver calls and a copy.
+// (index agents_namespace_created_idx), read packed on SQLite
+// (packed.go). The rows' namespace_id is the one asked for, so it is not
+// read back.
 func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
 	dest := func(a *store.Agent) []any {
 		return []any{&a.ID, &a.Name, &a.ConfigurationID, (*string)(&a.Status), (*string)(&a.DesiredRuntimeState),
@@ -133,8 +133,8 @@ func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 	}
 	page, err := listPage(ctx, s, "list agents", into(dest),
 		func(a store.Agent) store.PageCursor { return store.PageCursor{CreatedAt: a.CreatedAt, ID: a.ID} },
-		`SELECT id, name, configuration_id, status, desired_runtime_state, active_revision_id, deletion_requested_by,
-			created_at, updated_at FROM agents WHERE namespace_id = ?`, "AND", p, namespaceID)
+		`SELECT `+packed(`id, name, configuration_id, status, desired_runtime_state, active_revision_id, deletion_requested_by,
+			created_at, updated_at`)+` FROM agents WHERE namespace_id = ?`, "AND", p, namespaceID)
 	for i := range page.Items {
 		page.Items[i].NamespaceID = namespaceID
 	}

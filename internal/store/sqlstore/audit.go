@@ -127,7 +127,7 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 		where = append(where, "occurred_at <= ? AND (occurred_at < ? OR id < ?)")
 		args = append(args, s.t(after.OccurredAt), s.t(after.OccurredAt), after.ID)
 	}
-	q := `SELECT ` + auditColumns + ` FROM audit_events`
+	q := `SELECT ` + packed(auditColumns) + ` FROM audit_events`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}

@@ -56,6 +56,34 @@ func agentIDs(v []store.Agent) []string {
 }
 
 var pageCases = []testCase{
+	{"Page/ValuesHoldingControlCharacters", func(t *testing.T, h Harness) {
+		// The store keeps any text; a value holding U+001F (which SQLite's
+		// packed lists join columns with) or other control characters
+		// comes back exactly, and so do the plain rows on the same page.
+		f := newFixture(t, h)
+		ns := f.namespace()
+		odd := store.Namespace{ID: ids.New(ids.Namespace), Name: "odd\x1fname\x1e\tend", Status: store.NamespaceReady,
+			CreatedAt: at(f.now()), UpdatedAt: at(f.now())}
+		must(t, "CreateNamespace", h.Store.CreateNamespace(ctx(t), odd))
+		odd.CreatedAt, odd.UpdatedAt = stored(odd.CreatedAt), stored(odd.UpdatedAt)
+		check(t, "ListNamespaces", []store.Namespace{ns, odd}, allNamespaces(t, h.Store))
+
+		cfg := f.configuration(ns)
+		plain := f.agent(cfg)
+		a := f.newAgent(cfg)
+		a.Name = "\x1f"
+		must(t, "CreateAgent", h.Store.CreateAgent(ctx(t), a, nil))
+		last := f.agent(cfg)
+		check(t, "ListAgents", []store.Agent{plain, storedAgent(a), last}, allAgents(t, h.Store, ns.ID))
+
+		e := auditEvent(f.now())
+		e.RequestID = "req\x1f\x1f"
+		e.Details = map[string]string{"k\x1f": "v\x1f"}
+		events := appendAll(t, h, auditEvent(f.now()), e, auditEvent(f.now()))
+		got, err := h.Store.ListAuditEvents(ctx(t), store.AuditFilter{}, nil, 10)
+		must(t, "ListAuditEvents", err)
+		check(t, "ListAuditEvents", newestFirst(events), got)
+	}},
 	{"Page/AgentsAtTheLimitAndOnePast", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		cfg := f.configuration(f.namespace())

@@ -1,0 +1,125 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// This file: the lists read most, read on SQLite as one column per row.
+//
+// modernc.org/sqlite opens every connection with SQLITE_OPEN_FULLMUTEX
+// (fixed in its code), and database/sql reads a column with three calls
+// into SQLite (its type, its text, its length), each taking and releasing
+// the connection's emulated mutex, and one Go string per column. A page of
+// 100 Agents is 101 rows of 9 columns: about 2,700 mutex round trips and
+// 1,450 allocations, the largest part of the page's CPU. Read as one text
+// column, the row's columns joined by packSep in SQL, the same page is one
+// column per row: 30 % less time and a fifth of the allocations
+// (BenchmarkListPages; docs/performance.md).
+//
+// A select list marked with packed() is rewritten on SQLite only, by
+// listCap; on PostgreSQL the markers are comments and the query runs as
+// written. A value that itself holds packSep would shift the columns: the
+// row then splits into the wrong number of fields, which packedRow
+// reports (errPackedFields), and listCap reads that page again column by
+// column, so such a value costs time, never a wrong answer.
+
+// packSep joins a packed row's columns: U+001F, the ASCII unit separator.
+const packSep = "\x1f"
+
+// packOpen and packClose mark a packable select list in a query.
+const (
+	packOpen  = "/*packed*/ "
+	packClose = " /*end packed*/"
+)
+
+// errPackedFields: a packed row split into the wrong number of fields.
+var errPackedFields = errors.New("sqlstore: a packed row has the wrong number of columns")
+
+// packed marks cols, a select list of plain column names separated by
+// commas, as one that listCap may read packed.
+func packed(cols string) string { return packOpen + cols + packClose }
+
+// packQuery rewrites the marked select list of query into one text column:
+// every column as text, NULL as '', joined by packSep. ok is false when
+// query has no marked list.
+func packQuery(query string) (out string, ok bool) {
+	before, rest, found := strings.Cut(query, packOpen)
+	if !found {
+		return query, false
+	}
+	cols, after, found := strings.Cut(rest, packClose)
+	if !found {
+		return query, false
+	}
+	var b strings.Builder
+	b.Grow(len(query) + len(cols)*2)
+	b.WriteString(before)
+	for i, c := range strings.Split(cols, ",") {
+		if i > 0 {
+			b.WriteString(" || char(31) || ")
+		}
+		b.WriteString("ifnull(")
+		b.WriteString(strings.TrimSpace(c))
+		b.WriteString(", '')")
+	}
+	b.WriteString(after)
+	return b.String(), true
+}
+
+// packedRow reads a row of a packed query into the destinations of the
+// unpacked one. A field reaches a *string as it is and an sql.Scanner as
+// a string, or as nil (NULL) when empty: the optional columns read NULL
+// and '' alike, and no NOT NULL column read through a Scanner is ever
+// empty. Other destinations are refused. One packedRow serves every row
+// of a query.
+type packedRow struct {
+	r rowScanner
+	v string
+}
+
+func (p *packedRow) Scan(dest ...any) error {
+	if err := p.r.Scan(&p.v); err != nil {
+		return err
+	}
+	// Counted before any field is converted: a shifted row must be
+	// reported as such, not as whichever conversion fails first.
+	if strings.Count(p.v, packSep) != len(dest)-1 {
+		return errPackedFields
+	}
+	rest := p.v
+	for _, d := range dest {
+		var f string
+		f, rest, _ = strings.Cut(rest, packSep)
+		// The column types of the packed lists first: boxing f for
+		// Scan(any) is an allocation per field.
+		switch d := d.(type) {
+		case *string:
+			*d = f
+		case optStringCol:
+			*d.dst = f
+		case timeCol:
+			if f == "" {
+				return errors.New("sqlstore: NULL in a NOT NULL time column")
+			}
+			t, err := parseSQLiteTime(f)
+			if err != nil {
+				return err
+			}
+			*d.dst = t
+		case sql.Scanner:
+			var src any
+			if f != "" {
+				src = f
+			}
+			if err := d.Scan(src); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("sqlstore: a packed row cannot be read into %T", d)
+		}
+	}
+	return nil
+}
