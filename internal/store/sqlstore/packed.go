@@ -43,7 +43,7 @@ var errPackedFields = errors.New("sqlstore: a packed row has the wrong number of
 func packed(cols string) string { return packOpen + cols + packClose }
 
 // packQuery rewrites the marked select list of query into one text column:
-// every column as text, NULL as '', joined by packSep. ok is false when
+// every column as text, NULL as the empty string, joined by packSep. ok is false when
 // query has no marked list.
 func packQuery(query string) (out string, ok bool) {
 	before, rest, found := strings.Cut(query, packOpen)
@@ -72,7 +72,7 @@ func packQuery(query string) (out string, ok bool) {
 // packedRow reads a row of a packed query into the destinations of the
 // unpacked one. A field reaches a *string as it is and an sql.Scanner as
 // a string, or as nil (NULL) when empty: the optional columns read NULL
-// and '' alike, and no NOT NULL column read through a Scanner is ever
+// and the empty string alike, and no NOT NULL column read through a Scanner is ever
 // empty. Other destinations are refused. One packedRow serves every row
 // of a query.
 type packedRow struct {

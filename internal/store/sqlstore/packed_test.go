@@ -15,7 +15,7 @@ func TestPackQuery(t *testing.T) {
 		ok       bool
 	}{
 		{
-			in:   `SELECT ` + packed(`id, name,
+			in: `SELECT ` + packed(`id, name,
 				created_at`) + ` FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
 			want: `SELECT ifnull(id, '') || char(31) || ifnull(name, '') || char(31) || ifnull(created_at, '') FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
 			ok:   true,
