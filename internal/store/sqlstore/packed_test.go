@@ -17,10 +17,10 @@ func TestPackQuery(t *testing.T) {
 		{
 			in: `SELECT ` + packed(`id, name,
 				created_at`) + ` FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
-			want: `SELECT ifnull(id, '') || char(31) || ifnull(name, '') || char(31) || ifnull(created_at, '') FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
+			want: `SELECT concat_ws(char(31), ifnull(id, ''), ifnull(name, ''), ifnull(created_at, '')) FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
 			ok:   true,
 		},
-		{in: `SELECT ` + packed(`id`) + ` FROM t`, want: `SELECT ifnull(id, '') FROM t`, ok: true},
+		{in: `SELECT ` + packed(`id`) + ` FROM t`, want: `SELECT concat_ws(char(31), ifnull(id, '')) FROM t`, ok: true},
 		{in: `SELECT id, name FROM t`, want: `SELECT id, name FROM t`},
 		{in: `SELECT ` + packOpen + `id FROM t`, want: `SELECT ` + packOpen + `id FROM t`}, // no end marker: as written
 	} {
