@@ -14,9 +14,9 @@ import (
 // into SQLite (its type, its text, its length), each taking and releasing
 // the connection's emulated mutex, and one Go string per column. A page of
 // 100 Agents is 101 rows of 9 columns: about 2,700 mutex round trips and
-// 1,450 allocations, the largest part of the page's CPU. Read as one text
+// 1,450 allocations, a large part of the page's CPU. Read as one text
 // column, the row's columns joined by packSep in SQL, the same page is one
-// column per row: 30 % less time and a fifth of the allocations
+// column per row: a third less time and under a quarter of the allocations
 // (BenchmarkListPages; docs/performance.md).
 //
 // A select list marked with packed() is rewritten on SQLite only, by
