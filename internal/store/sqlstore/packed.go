@@ -10,7 +10,7 @@ import (
 // This file: the lists read most, read on SQLite as one column per row.
 //
 // modernc.org/sqlite opens every connection with SQLITE_OPEN_FULLMUTEX
-// (fixed in its code), and database/sql reads a column with three calls
+// (fixed in its code), and its rows.Next reads a column with three calls
 // into SQLite (its type, its text, its length), each taking and releasing
 // the connection's emulated mutex, and one Go string per column. A page of
 // 100 Agents is 101 rows of 9 columns: about 2,700 mutex round trips and
