@@ -171,6 +171,17 @@ func TestReconcileNamespaceEnablesRouting(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { deleteCluster(t, env, ns) })
+		// The controller manager publishes kube-root-ca.crt into every new
+		// namespace on its own schedule; wait for it, or it may appear
+		// between refuse's two snapshots (seen once in CI).
+		rootCA := client.ObjectKey{Namespace: ns.Name, Name: "kube-root-ca.crt"}
+		deadline := time.Now().Add(30 * time.Second)
+		for err := env.Client.Get(ctx, rootCA, &corev1.ConfigMap{}); err != nil; err = env.Client.Get(ctx, rootCA, &corev1.ConfigMap{}) {
+			if time.Now().After(deadline) {
+				t.Fatalf("kube-root-ca.crt not published into %s within 30 s: %v", ns.Name, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		refuse(t, foreign, compute.CodeNamespaceNotOwned)
 	})
 	t.Run("a concurrent change is not overwritten", func(t *testing.T) {
