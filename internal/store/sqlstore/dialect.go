@@ -339,11 +339,27 @@ func (c timeCol) Scan(src any) error {
 		return err
 	}
 	if null {
-		return errors.New("sqlstore: NULL in a NOT NULL time column")
+		return errNullTime
 	}
 	*c.dst = t
 	return nil
 }
+
+// fromText is Scan for SQLite's stored text form, with "" as NULL: a
+// packed row's field (packedRow), read without boxing it for Scan(any).
+func (c timeCol) fromText(s string) error {
+	if s == "" {
+		return errNullTime
+	}
+	t, err := parseSQLiteTime(s)
+	if err != nil {
+		return err
+	}
+	*c.dst = t.UTC()
+	return nil
+}
+
+var errNullTime = errors.New("sqlstore: NULL in a NOT NULL time column")
 
 // optTimeCol scans a nullable time column; NULL leaves *dst nil.
 type optTimeCol struct{ dst **time.Time }

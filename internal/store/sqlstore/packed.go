@@ -72,9 +72,9 @@ func packQuery(query string) (out string, ok bool) {
 // packedRow reads a row of a packed query into the destinations of the
 // unpacked one. A field reaches a *string as it is and an sql.Scanner as
 // a string, or as nil (NULL) when empty: the optional columns read NULL
-// and the empty string alike, and no NOT NULL column read through a Scanner is ever
-// empty. Other destinations are refused. One packedRow serves every row
-// of a query.
+// and the empty string alike, and no NOT NULL column read through a
+// Scanner is ever empty. Other destinations are refused. One packedRow
+// serves every row of a query.
 type packedRow struct {
 	r rowScanner
 	v string
@@ -101,14 +101,9 @@ func (p *packedRow) Scan(dest ...any) error {
 		case optStringCol:
 			*d.dst = f
 		case timeCol:
-			if f == "" {
-				return errors.New("sqlstore: NULL in a NOT NULL time column")
-			}
-			t, err := parseSQLiteTime(f)
-			if err != nil {
+			if err := d.fromText(f); err != nil {
 				return err
 			}
-			*d.dst = t
 		case sql.Scanner:
 			var src any
 			if f != "" {
