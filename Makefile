@@ -83,8 +83,8 @@ BENCH_OPS ?= 2000
 BENCH_FILES_OPS ?= 500
 BENCH_WORKER_OPS ?= 200
 
-## bench: print the performance table of docs/performance.md (internal/bench/cmd): the API at
-## 10,000 Agents and 1,000 Namespaces on SQLite and PostgreSQL, occ server RSS, and workspace files
+## bench: print the performance table of docs/performance.md (internal/bench/cmd): a bare net/http
+## baseline, the API at 10,000 Agents and 1,000 Namespaces on SQLite and PostgreSQL, occ server RSS, and workspace files
 ## through OCC against the native gateway (one real gateway). Never part of `make test`.
 bench: build runtime
 	OCC_TEST_POSTGRES_URL="$${OCC_TEST_POSTGRES_URL:-$$(bash scripts/testenv/postgres.sh start | tail -n 1)}" \

@@ -29,6 +29,7 @@ type Options struct {
 	FilesOps    int    // operations per side of the files benchmark; 0 skips it
 	WorkerOps   int    // deployments per engine of the worker benchmark; 0 skips it
 	SignIns     int    // sign-ins of the RSS burst (with OccBin); 0 skips it
+	Baseline    bool   // measure the bare net/http rows (baseline.go) before the API rows
 	ModuleDir   string // where `go test` runs the files benchmark
 	CPUProfile  string
 	MemProfile  string
@@ -70,6 +71,13 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	var results []Result
 	var notes []string
+	if o.Baseline {
+		rs, err := BaselineRows(ctx, o.Limits)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		results = append(results, rs...)
+	}
 	for _, engine := range strings.Split(o.Engines, ",") {
 		var dbURL string
 		dir := work + "/" + engine

@@ -5,7 +5,11 @@
 // 10,000 Agents in one of them, serves the real handler stack on a
 // loopback listener, and measures GET of one Agent, a page of the Agent
 // list, a page of the Namespace list and the audit page at a fixed
-// concurrency, printing p50, p99 and throughput as one table. It also
+// concurrency, printing p50, p99 and throughput as one table. Before
+// them it measures, with the same client and concurrency, a bare net/http
+// server that only spins for a fixed CPU time per request (baseline.go):
+// what a request of that cost gets at that concurrency on the machine,
+// whatever the server is, for reading OCC's rows against. It also
 // measures the resident memory of a real `occ server` process, idle and
 // with the 10,000 Agents.
 //
