@@ -10,13 +10,16 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/setuprunner"
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // Exit codes.
@@ -47,6 +50,11 @@ type deps struct {
 	// failure.
 	executable func() (string, error)
 	execve     func(argv0 string, argv, envv []string) error
+	// verifySetup is setuprunner.Verify when nil, and verifyTimeout
+	// VerifyTimeout when zero (tests replace both to make a verifier
+	// that does not answer).
+	verifySetup   func(context.Context, workspace.Setup, setuprunner.Options) error
+	verifyTimeout time.Duration
 }
 
 func defaultDeps() deps {

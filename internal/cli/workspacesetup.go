@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -195,7 +196,7 @@ func runWorkspaceSetup(cmd *cobra.Command, d deps, f workspaceSetupFlags, comman
 		ctx = context.Background()
 	}
 	if f.verify {
-		err = setuprunner.Verify(ctx, setup, opts)
+		err = d.boundedVerify(ctx, setup, opts, logf)
 	} else {
 		err = setuprunner.Apply(ctx, setup, opts)
 	}
@@ -240,4 +241,38 @@ func commandErrClass(err error) string {
 		return errno.Error()
 	}
 	return "error"
+}
+
+// VerifyTimeout bounds `occ workspace-setup --verify`, as the reference's
+// verifier bounds its runner (10,000 ms). The check reads two small files,
+// so the bound only matters for storage that stops answering (a hung
+// network file system): the verifier then fails, and with --exec the
+// runtime never starts, instead of the start hanging with no error. Apply
+// has no such bound here: the driver that runs it bounds the whole run, and
+// the runner bounds each native setup run.
+const VerifyTimeout = 10 * time.Second
+
+// boundedVerify runs the verifier within VerifyTimeout. A verifier still
+// blocked at the deadline is left behind (a read stuck in the kernel
+// cannot be interrupted) and the command fails; the process exits right
+// after.
+func (d deps) boundedVerify(ctx context.Context, s workspace.Setup, o setuprunner.Options, logf func(string, ...any)) error {
+	verify, timeout := d.verifySetup, d.verifyTimeout
+	if verify == nil {
+		verify = setuprunner.Verify
+	}
+	if timeout <= 0 {
+		timeout = VerifyTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- verify(ctx, s, o) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		logf("workspace-setup: verify did not finish within %s", timeout)
+		return fmt.Errorf("verify: %w", ctx.Err())
+	}
 }

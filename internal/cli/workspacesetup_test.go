@@ -7,10 +7,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/internal/setuprunner"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -156,5 +159,53 @@ func TestWorkspaceSetupExec(t *testing.T) {
 				t.Errorf("occ %q mismatch (-want +got):\n%s", args, diff)
 			}
 		})
+	}
+}
+
+// TestWorkspaceSetupVerifyDeadline: a verifier that does not answer (a
+// workspace on storage that hangs, which a test cannot make the kernel do:
+// here a stand-in for setuprunner.Verify that never returns) fails the
+// command at the deadline, WORKSPACE_SETUP_FAILED and no exec, and says so
+// in the log.
+func TestWorkspaceSetupVerifyDeadline(t *testing.T) {
+	binDir := t.TempDir()
+	writeTestFile(t, filepath.Join(binDir, "gateway"), "", 0o755)
+	t.Setenv("PATH", binDir)
+	dir := t.TempDir()
+	payload := filepath.Join(dir, "identity.json")
+	b, err := json.Marshal(workspace.Setup{ID: "setup-1", NamespaceID: "ns-1", AgentID: "agent-1", Completed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, payload, string(b), 0o400)
+	logFile := filepath.Join(dir, "setup.log")
+
+	hang := make(chan struct{})
+	defer close(hang)
+	var stdout, stderr bytes.Buffer
+	execed := false
+	d := deps{stdout: &stdout, stderr: &stderr, getenv: func(string) string { return "" },
+		execve: func(string, []string, []string) error { execed = true; return nil },
+		verifySetup: func(context.Context, workspace.Setup, setuprunner.Options) error {
+			<-hang // ignores its context, as a read stuck in the kernel would
+			return nil
+		},
+		verifyTimeout: 50 * time.Millisecond}
+	args := []string{"workspace-setup", "--payload", payload, "--workspace", filepath.Join(dir, "ws"), "--log", logFile,
+		"--verify", "--exec", "--", "gateway", "run"}
+	code := run(context.Background(), args, d)
+	if code != 1 || stderr.String() != "WORKSPACE_SETUP_FAILED\n" || stdout.Len() != 0 || execed {
+		t.Fatalf("occ %q: exit %d, stdout %q, stderr %q, exec %v; want exit 1, WORKSPACE_SETUP_FAILED only, no exec",
+			args, code, stdout.String(), stderr.String(), execed)
+	}
+	log, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "workspace-setup: verify did not finish within 50ms") {
+		t.Errorf("log %q does not name the deadline", log)
+	}
+	if VerifyTimeout != 10*time.Second {
+		t.Errorf("VerifyTimeout %s, want the reference verifier's 10s", VerifyTimeout)
 	}
 }
