@@ -107,7 +107,7 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 	})
 	e := &apiEnv{
 		engine: engine, base: "http://" + ln.Addr().String(), bigNS: bigNS, agents: agents, seedDur: seedDur,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}},
+		client: newClient(),
 	}
 	e.close = func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -205,22 +205,38 @@ func seed(ctx context.Context, st *sqlstore.Store, sc Scale) (string, []string, 
 	return big.ID, agents, nil
 }
 
+// newClient is the bench's HTTP client: keep-alive connections, enough
+// for every concurrent client to keep its own.
+func newClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+}
+
 // get sends one authenticated GET and drains the reply; anything but 200
 // is an error.
 func (e *apiEnv) get(ctx context.Context, path string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", e.base+path, nil)
+	return getDrained(ctx, e.client, e.base+path, e.cookie)
+}
+
+// getDrained sends one GET, with cookie unless it is nil, and drains the
+// reply (at most 64 MiB); anything but 200 is an error. The API rows and
+// the baseline rows (baseline.go) both measure it, so that they differ only
+// in the server.
+func getDrained(ctx context.Context, c *http.Client, url string, cookie *http.Cookie) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return 0, err
 	}
-	req.AddCookie(e.cookie)
-	resp, err := e.client.Do(req)
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
 	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<20))
 	if resp.StatusCode != 200 {
-		return int(n), fmt.Errorf("GET %s: status %d", path, resp.StatusCode)
+		return int(n), fmt.Errorf("GET %s: status %d", req.URL.Path, resp.StatusCode)
 	}
 	return int(n), nil
 }

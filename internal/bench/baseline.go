@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -36,7 +35,7 @@ func openBaselineEnv() (*baselineEnv, error) {
 	}
 	e := &baselineEnv{
 		base:   "http://" + ln.Addr().String(),
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}},
+		client: newClient(),
 		perUS:  calibrateSpin(),
 	}
 	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -95,20 +94,7 @@ func (e *baselineEnv) scenarios() []scenario {
 		}
 		path := e.base + "/" + strconv.Itoa(us)
 		out = append(out, scenario{name: name, op: func(ctx context.Context, _ int) (int, error) {
-			req, err := http.NewRequestWithContext(ctx, "GET", path, nil)
-			if err != nil {
-				return 0, err
-			}
-			resp, err := e.client.Do(req)
-			if err != nil {
-				return 0, err
-			}
-			defer resp.Body.Close()
-			n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-			if resp.StatusCode != 200 {
-				return int(n), fmt.Errorf("GET %s: status %d", path, resp.StatusCode)
-			}
-			return int(n), nil
+			return getDrained(ctx, e.client, path, nil)
 		}})
 	}
 	return out
