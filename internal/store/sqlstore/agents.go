@@ -135,7 +135,7 @@ func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 	}
 	page, err := listPage(ctx, s, "list agents", into(dest),
 		func(a store.Agent) store.PageCursor { return store.PageCursor{CreatedAt: a.CreatedAt, ID: a.ID} },
-		`SELECT `+packed(`id, name, configuration_id, status, desired_runtime_state, active_revision_id, deletion_requested_by,
+		`SELECT `+packedIndexed(`id, name, configuration_id, status, desired_runtime_state, active_revision_id, deletion_requested_by,
 			created_at, updated_at`)+` FROM agents WHERE namespace_id = ?`, "AND", p, namespaceID)
 	for i := range page.Items {
 		page.Items[i].NamespaceID = namespaceID

@@ -47,7 +47,7 @@ func (s *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 func (s *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
 	return listPage(ctx, s, "list namespaces", into(namespaceDest),
 		func(n store.Namespace) store.PageCursor { return store.PageCursor{CreatedAt: n.CreatedAt, ID: n.ID} },
-		`SELECT `+packed(namespaceColumns)+` FROM namespaces`, "WHERE", p)
+		`SELECT `+packedIndexed(namespaceColumns)+` FROM namespaces`, "WHERE", p)
 }
 
 func (s *Store) UpdateNamespaceStatus(ctx context.Context, id string, status store.NamespaceStatus, at time.Time) error {

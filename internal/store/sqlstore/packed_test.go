@@ -21,8 +21,16 @@ func TestPackQuery(t *testing.T) {
 			ok:   true,
 		},
 		{in: `SELECT ` + packed(`id`) + ` FROM t`, want: `SELECT concat_ws(char(31), ifnull(id, '')) FROM t`, ok: true},
+		{
+			in: `SELECT ` + packedIndexed(`id, name,
+				created_at`) + ` FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
+			want: `SELECT ifnull(id, '') || char(31) || ifnull(name, '') || char(31) || ifnull(created_at, '') FROM t WHERE a = ? ORDER BY created_at, id LIMIT ?`,
+			ok:   true,
+		},
+		{in: `SELECT ` + packedIndexed(`id`) + ` FROM t`, want: `SELECT ifnull(id, '') FROM t`, ok: true},
 		{in: `SELECT id, name FROM t`, want: `SELECT id, name FROM t`},
 		{in: `SELECT ` + packOpen + `id FROM t`, want: `SELECT ` + packOpen + `id FROM t`}, // no end marker: as written
+		{in: `SELECT ` + packOpenChain + `id FROM t`, want: `SELECT ` + packOpenChain + `id FROM t`},
 	} {
 		got, ok := packQuery(tc.in)
 		if diff := cmp.Diff(tc.want, got); diff != "" || ok != tc.ok {

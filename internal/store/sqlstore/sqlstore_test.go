@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +274,51 @@ func TestTxBoundStoreRefusesOwnerOperations(t *testing.T) {
 	// The owner's pool is still open.
 	if err := s.DB().PingContext(ctx); err != nil {
 		t.Errorf("ping after tx: %v", err)
+	}
+}
+
+// sqliteNewerFunctions are SQL functions that SQLite added after 3.40,
+// the sqlite3 of Debian 12 (concat and concat_ws 3.44, string_agg 3.44,
+// unhex 3.41, octet_length 3.43, timediff 3.43, if 3.48, unistr 3.50, the
+// jsonb functions 3.45, json_pretty 3.46).
+var sqliteNewerFunctions = regexp.MustCompile(`(?i)\b(concat|concat_ws|string_agg|unhex|octet_length|timediff|if|unistr|json_pretty|jsonb\w*)\s*\(`)
+
+// TestSQLiteSchemaReadableByOlderSQLite: the migrated SQLite schema calls
+// no function that SQLite added after 3.40, so an operator's older SQLite
+// tool can still check, inspect and repair occ.db. OCC's own driver is
+// newer, so nothing else would notice: with concat_ws in an index
+// expression, Debian 12's sqlite3 (3.40.1) failed PRAGMA integrity_check
+// with "unknown function: concat_ws()".
+func TestSQLiteSchemaReadableByOlderSQLite(t *testing.T) {
+	ctx := testCtx(t)
+	s, err := sqlstore.Open(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.DB().QueryContext(ctx, `SELECT type, name, sql FROM sqlite_schema WHERE sql IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var typ, name, text string
+		if err := rows.Scan(&typ, &name, &text); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if m := sqliteNewerFunctions.FindString(text); m != "" {
+			t.Errorf("%s %s calls %q, newer than SQLite 3.40:\n%s", typ, name, m, text)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Fatalf("read %d schema entries; the migrated schema has more", n)
 	}
 }
