@@ -17,7 +17,7 @@ var BaselineWork = []time.Duration{0, 100 * time.Microsecond, 200 * time.Microse
 
 // baselineEnv is a bare net/http server on a loopback listener, with no
 // OCC code in it: its handler spins for the CPU time in its path, then
-// writes a 15-byte reply. Measured with the same client and concurrency
+// writes a 16-byte reply. Measured with the same client and concurrency
 // as the API rows, its p99 at a given CPU per request is what that much
 // work costs at this concurrency on this machine whatever the server
 // does, so OCC's rows can be read against it.

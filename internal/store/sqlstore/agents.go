@@ -122,12 +122,12 @@ func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id
 	return out, nil
 }
 
-// ListAgents returns one page of the Namespace's Agents, oldest first
-// (index agents_namespace_created_idx), read packed on SQLite
-// (packed.go) from the covering index agents_page_idx, whose expression
-// must stay the packed form of this select list (sqlite migration
-// 00006). The rows' namespace_id is the one asked for, so it is not read
-// back.
+// ListAgents returns one page of the Namespace's Agents, oldest first: on
+// PostgreSQL by the index agents_namespace_created_idx; on SQLite read
+// packed (packed.go) from the covering index agents_page_idx alone, whose
+// expression must stay the packed form of this select list (sqlite
+// migration 00006). The rows' namespace_id is the one asked for, so it is
+// not read back.
 func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
 	dest := func(a *store.Agent) []any {
 		return []any{&a.ID, &a.Name, &a.ConfigurationID, (*string)(&a.Status), (*string)(&a.DesiredRuntimeState),

@@ -40,10 +40,10 @@ func (s *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 	return ns, s.getErr("get namespace", "namespace", err)
 }
 
-// ListNamespaces returns one page of Namespaces, oldest first (index
-// namespaces_created_idx; on SQLite the covering index
-// namespaces_page_idx, whose expression must stay the packed form of
-// namespaceColumns: sqlite migration 00006).
+// ListNamespaces returns one page of Namespaces, oldest first: on
+// PostgreSQL by the index namespaces_created_idx; on SQLite read packed
+// from the covering index namespaces_page_idx alone, whose expression must
+// stay the packed form of namespaceColumns (sqlite migration 00006).
 func (s *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
 	return listPage(ctx, s, "list namespaces", into(namespaceDest),
 		func(n store.Namespace) store.PageCursor { return store.PageCursor{CreatedAt: n.CreatedAt, ID: n.ID} },

@@ -10,8 +10,10 @@
 -- the query-plan test (TestHotQueryPlans) fails, because the page is no longer read from a
 -- covering index. The expressions use only || and functions every SQLite 3 has, so that
 -- older SQLite tools (Debian 12's sqlite3 is 3.40) can still check and change the database;
--- TestSQLiteSchemaReadableByOlderSQLite keeps newer functions out of the schema. PostgreSQL has no counterpart: an index with INCLUDE columns measured no
--- faster there, as most of a page's time is in its backend, not in the reads.
+-- TestSQLiteSchemaReadableByOlderSQLite keeps newer functions out of the schema.
+--
+-- PostgreSQL has no counterpart: an index with INCLUDE columns measured no faster there, as
+-- most of a page's time is in its backend, not in the reads.
 
 -- +goose Up
 CREATE INDEX agents_page_idx ON agents (namespace_id, created_at, id,
