@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/ids"
 	kubeenv "github.com/openclaw/occ/internal/testenv/kube"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // unroutedConfig is cfg as it was before routing was configured.
@@ -175,13 +176,9 @@ func TestReconcileNamespaceEnablesRouting(t *testing.T) {
 		// namespace on its own schedule; wait for it, or it may appear
 		// between refuse's two snapshots (seen once in CI).
 		rootCA := client.ObjectKey{Namespace: ns.Name, Name: "kube-root-ca.crt"}
-		deadline := time.Now().Add(30 * time.Second)
-		for err := env.Client.Get(ctx, rootCA, &corev1.ConfigMap{}); err != nil; err = env.Client.Get(ctx, rootCA, &corev1.ConfigMap{}) {
-			if time.Now().After(deadline) {
-				t.Fatalf("kube-root-ca.crt not published into %s within 30 s: %v", ns.Name, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testutil.Eventually(t, 30*time.Second, func() bool {
+			return env.Client.Get(ctx, rootCA, &corev1.ConfigMap{}) == nil
+		}, "kube-root-ca.crt in %s", ns.Name)
 		refuse(t, foreign, compute.CodeNamespaceNotOwned)
 	})
 	t.Run("a concurrent change is not overwritten", func(t *testing.T) {
