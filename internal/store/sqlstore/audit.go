@@ -135,7 +135,11 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 	args = append(args, limit)
 	// Room for the rows up front, but never more than a page's worth: the
 	// store takes any positive limit.
-	return listCap(ctx, s, "list audit events", into(auditDest), min(limit, store.MaxPageSize), q, args...)
+	newer := func(a, b store.AuditEvent) bool {
+		c := a.OccurredAt.Compare(b.OccurredAt)
+		return c > 0 || c == 0 && a.ID > b.ID
+	}
+	return listOrdered(ctx, s, "list audit events", into(auditDest), newer, min(limit, store.MaxPageSize), q, args...)
 }
 
 // AuditChainHead returns the chain head: the sequence number and hash of

@@ -346,7 +346,7 @@ func (c timeCol) Scan(src any) error {
 }
 
 // fromText is Scan for SQLite's stored text form, with "" as NULL: a
-// packed row's field (packedRow), read without boxing it for Scan(any).
+// packed row's field (unpack), read without boxing it for Scan(any).
 func (c timeCol) fromText(s string) error {
 	if s == "" {
 		return errNullTime

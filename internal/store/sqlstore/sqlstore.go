@@ -738,21 +738,27 @@ func list[T any](ctx context.Context, s *Store, op string, scan func(rowScanner)
 
 // listCap is list with room for n rows from the start: a page knows how
 // many it reads at most, and growing the slice row by row was 7 % of
-// reading a page of 100 Agents. A select list marked packed() is read as
-// one column per row on SQLite (packed.go), and column by column when a
-// value holds the separator.
+// reading a page of 100 Agents.
 func listCap[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), n int, query string, args ...any) ([]T, error) {
+	out, err := readRows(ctx, s, scan, n, query, args...)
+	return out, s.dbErr(op, err)
+}
+
+// listOrdered is listCap for a query whose rows come in the order after
+// gives (after(a, b): b follows a). On SQLite a select list marked
+// packed() is read as one value for the whole result (packed.go), and
+// column by column when a value holds a separator.
+func listOrdered[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), after func(a, b T) bool,
+	n int, query string, args ...any) ([]T, error) {
 	if s.d.engine() == EngineSQLite {
 		if pq, ok := packQuery(query); ok {
-			pr := &packedRow{}
-			out, err := readRows(ctx, s, func(r rowScanner) (T, error) { pr.r = r; return scan(pr) }, n, pq, args...)
-			if !errors.Is(err, errPackedFields) {
+			out, err := readPage(ctx, s, scan, after, pq, args...)
+			if !errors.Is(err, errUnpacked) {
 				return out, s.dbErr(op, err)
 			}
 		}
 	}
-	out, err := readRows(ctx, s, scan, n, query, args...)
-	return out, s.dbErr(op, err)
+	return listCap(ctx, s, op, scan, n, query, args...)
 }
 
 // readRows runs a query and scans every row with scan.
@@ -816,7 +822,12 @@ func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScan
 	}
 	q += " ORDER BY created_at, id LIMIT ?"
 	args = append(args, p.Limit+1)
-	items, err := listCap(ctx, s, op, scan, p.Limit+1, q, args...)
+	after := func(a, b T) bool {
+		ka, kb := key(a), key(b)
+		c := ka.CreatedAt.Compare(kb.CreatedAt)
+		return c < 0 || c == 0 && ka.ID < kb.ID
+	}
+	items, err := listOrdered(ctx, s, op, scan, after, p.Limit+1, q, args...)
 	if err != nil {
 		return store.Page[T]{}, err
 	}

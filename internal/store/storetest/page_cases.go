@@ -57,16 +57,25 @@ func agentIDs(v []store.Agent) []string {
 
 var pageCases = []testCase{
 	{"Page/ValuesHoldingControlCharacters", func(t *testing.T, h Harness) {
-		// The store keeps any text; a value holding U+001F (which SQLite's
-		// packed lists join columns with) or other control characters
-		// comes back exactly, and so do the plain rows on the same page.
+		// The store keeps any text; a value holding U+001F or U+001E
+		// (which SQLite's packed pages join columns and rows with) or
+		// other control characters comes back exactly, and so do the
+		// plain rows on the same page. The Namespace name and the audit
+		// request id are shaped like a whole packed row of their lists, to
+		// be read as an extra row if the page were split by content alone.
 		f := newFixture(t, h)
 		ns := f.namespace()
+		forged := store.Namespace{ID: ids.New(ids.Namespace), Status: store.NamespaceReady, CreatedAt: at(f.now()), UpdatedAt: at(f.now())}
+		stamp := forged.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000Z")
+		forged.Name = "x\x1fready\x1f" + stamp + "\x1f" + stamp + "\x1e" + ids.New(ids.Namespace) + "\x1fforged"
+		must(t, "CreateNamespace", h.Store.CreateNamespace(ctx(t), forged))
+		forged.CreatedAt, forged.UpdatedAt = stored(forged.CreatedAt), stored(forged.UpdatedAt)
+		check(t, "ListNamespaces", []store.Namespace{ns, forged}, allNamespaces(t, h.Store))
 		odd := store.Namespace{ID: ids.New(ids.Namespace), Name: "odd\x1fname\x1e\tend", Status: store.NamespaceReady,
 			CreatedAt: at(f.now()), UpdatedAt: at(f.now())}
 		must(t, "CreateNamespace", h.Store.CreateNamespace(ctx(t), odd))
 		odd.CreatedAt, odd.UpdatedAt = stored(odd.CreatedAt), stored(odd.UpdatedAt)
-		check(t, "ListNamespaces", []store.Namespace{ns, odd}, allNamespaces(t, h.Store))
+		check(t, "ListNamespaces", []store.Namespace{ns, forged, odd}, allNamespaces(t, h.Store))
 
 		cfg := f.configuration(ns)
 		plain := f.agent(cfg)
@@ -77,7 +86,7 @@ var pageCases = []testCase{
 		check(t, "ListAgents", []store.Agent{plain, storedAgent(a), last}, allAgents(t, h.Store, ns.ID))
 
 		e := auditEvent(f.now())
-		e.RequestID = "req\x1f\x1f"
+		e.RequestID = "req\x1f\x1f\x1e" + e.ID + "\x1f\x1f"
 		e.Details = map[string]string{"k\x1f": "v\x1f"}
 		events := appendAll(t, h, auditEvent(f.now()), e, auditEvent(f.now()))
 		got, err := h.Store.ListAuditEvents(ctx(t), store.AuditFilter{}, nil, 10)
