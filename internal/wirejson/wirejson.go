@@ -197,6 +197,16 @@ func appendTime(b []byte, t time.Time) ([]byte, bool) {
 
 const hex = "0123456789abcdef"
 
+// plain marks the bytes appendString copies as they are: ASCII from
+// U+0020 up, except '"' and '\\'. Every other byte is escaped or starts a
+// multi-byte sequence that must be checked.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string exactly as encoding/json does
 // with HTML escaping off: '"' and '\\' and the control characters escaped
 // (\b, \f, \n, \r and \t by name, the others as \u00XX), invalid UTF-8
@@ -204,10 +214,22 @@ const hex = "0123456789abcdef"
 // before ES2019 took them for line ends inside a string.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	// Most strings (ids, names, states) need no escape: look for a byte
+	// that may, one table lookup per byte, and when there is none copy
+	// the string whole (a quarter less time for a page of Agents,
+	// BenchmarkAgentPage).
+	i := 0
+	for i < len(s) && plain[s[i]] {
+		i++
+	}
+	if i == len(s) {
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	start := 0
-	for i := 0; i < len(s); {
+	for i < len(s) {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if plain[c] {
 				i++
 				continue
 			}
