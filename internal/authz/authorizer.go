@@ -87,6 +87,19 @@ func read(ctx context.Context, inner store.Store, s *Subject) (*access, error) {
 // decide evaluates (action, res). Restrictions win over grants; a
 // Namespace-scoped subject never reaches outside its Namespace.
 func (a *access) decide(action store.Action, res Resource) Decision {
+	return a.check(action, res, true)
+}
+
+// allows is decide(action, res).Allowed, for the checks that need no
+// reasons (every item of a list): it stops at the first grant that covers
+// res and collects no binding ids, so it allocates nothing.
+func (a *access) allows(action store.Action, res Resource) bool {
+	return a.check(action, res, false).Allowed
+}
+
+// check is decide; without reasons it returns at the first covering
+// grant, with no BindingIDs.
+func (a *access) check(action store.Action, res Resource, reasons bool) Decision {
 	s := a.subject
 	if s.Kind == KindSystem {
 		return Decision{Allowed: true}
@@ -107,6 +120,9 @@ func (a *access) decide(action store.Action, res Resource) Decision {
 		b := g.Binding
 		if covers(b.NamespaceID, b.ResourceKind, b.ResourceID, res) {
 			d.Allowed = true
+			if !reasons {
+				return d
+			}
 			d.BindingIDs = append(d.BindingIDs, b.ID)
 		}
 	}
@@ -187,7 +203,7 @@ func (a *access) readsSomeAgentIn(namespaceID string) bool {
 		if b.ResourceKind != store.KindAgent || b.ResourceID == "" || b.NamespaceID != namespaceID {
 			continue
 		}
-		if a.decide(store.ActionRead, Resource{Kind: store.KindAgent, ID: b.ResourceID, NamespaceID: namespaceID}).Allowed {
+		if a.allows(store.ActionRead, Resource{Kind: store.KindAgent, ID: b.ResourceID, NamespaceID: namespaceID}) {
 			return true
 		}
 	}

@@ -75,6 +75,12 @@ func TestDecide(t *testing.T) {
 			want:         Decision{Allowed: true, BindingIDs: []string{"b1"}},
 		},
 		{
+			name: "two grants cover it: both named", subject: user, action: store.ActionRead, res: agent2,
+			grants: []store.Grant{{Binding: store.AccessBinding{ID: "b1"}, Permissions: agentRead},
+				{Binding: store.AccessBinding{ID: "b2", NamespaceID: ns1}, Permissions: agentOps}},
+			want: Decision{Allowed: true, BindingIDs: []string{"b1", "b2"}},
+		},
+		{
 			name: "namespace key inside its namespace", subject: key, action: store.ActionRead, res: agent1,
 			grants: []store.Grant{{Binding: store.AccessBinding{ID: "b1"}, Permissions: agentRead}},
 			want:   Decision{Allowed: true, BindingIDs: []string{"b1"}},
@@ -96,6 +102,9 @@ func TestDecide(t *testing.T) {
 			got := a.decide(tc.action, tc.res)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decide(%s, %+v) mismatch (-want +got):\n%s", tc.action, tc.res, diff)
+			}
+			if allowed := a.allows(tc.action, tc.res); allowed != tc.want.Allowed {
+				t.Errorf("allows(%s, %+v) = %v, want %v as decide", tc.action, tc.res, allowed, tc.want.Allowed)
 			}
 		})
 	}

@@ -111,7 +111,7 @@ func (w *Store) gate(ctx context.Context, method string, action store.Action, re
 			if action == store.ActionRead && vr == res {
 				visible = false
 			} else {
-				visible = acc.decide(store.ActionRead, vr).Allowed
+				visible = acc.allows(store.ActionRead, vr)
 			}
 		}
 	}
@@ -160,13 +160,13 @@ func filter[T any](ctx context.Context, w *Store, method string, items []T, res 
 // every list request. Otherwise a new slice: items is never changed.
 func keepAllowed[T any](acc *access, items []T, res func(T) Resource) []T {
 	for i, it := range items {
-		if acc.decide(store.ActionRead, res(it)).Allowed {
+		if acc.allows(store.ActionRead, res(it)) {
 			continue
 		}
 		out := make([]T, i, len(items)-1)
 		copy(out, items[:i])
 		for _, it := range items[i+1:] {
-			if acc.decide(store.ActionRead, res(it)).Allowed {
+			if acc.allows(store.ActionRead, res(it)) {
 				out = append(out, it)
 			}
 		}

@@ -111,7 +111,7 @@ func (w *Store) withoutUnreadableConfigurations(ctx context.Context, revs []stor
 		return nil, err
 	}
 	for i, r := range revs {
-		if !acc.decide(store.ActionRead, cfgResource(r.NamespaceID, r.ConfigurationID)).Allowed {
+		if !acc.allows(store.ActionRead, cfgResource(r.NamespaceID, r.ConfigurationID)) {
 			revs[i].Configuration = nil
 		}
 	}
