@@ -30,13 +30,14 @@ const DefaultGCPercent = 400
 // cycle when GOGC is not set: the target is DefaultGCPercent over the live
 // heap, but never below this. OCC's live heap is a few MB, so at 400 alone
 // a busy server still collected about 25 times a second (a heap goal of
-// 25 MB against hundreds of MB allocated per second), and every request
-// in flight during a cycle waited longer: at concurrency 16 on two cores
-// the collector was most of the API's p99 beyond its CPU (make bench:
-// p99s 1-1.5 ms lower with the collector off, 0.5-1.3 ms with this floor;
-// docs/performance.md). The cost is up to this much heap between
-// collections on a busy server; an idle one allocates nothing, and a
-// memory limit (MemoryLimitRatio) still makes the collector run earlier.
+// 25-29 MB against hundreds of MB allocated per second), and every
+// request in flight during a cycle waited longer: at concurrency 16 on two
+// cores the collector was most of the API's p99 beyond its CPU (the API
+// rows of make bench: p99s 0.7-1.4 ms lower with this floor, about as much
+// as with the collector off; docs/performance.md). The cost is up to this
+// much heap between collections on a busy server; an idle one allocates
+// nothing, and a memory limit (MemoryLimitRatio) still makes the collector
+// run earlier.
 const MinHeapGoal = 64 << 20
 
 // maxGCPercent bounds the target the heap floor sets: a live heap under
