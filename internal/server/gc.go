@@ -60,7 +60,7 @@ const MemoryLimitRatio = 0.9
 // limit (a plain process on a host) the runtime keeps no soft limit, as Go
 // does by default; a cgroup that cannot be read is logged and changes
 // nothing. The heap floor is kept for the life of the process; a second
-// call (occ server and its embedded worker) starts no second one.
+// call in the same process starts no second one.
 func TuneGC(logger *slog.Logger) {
 	if v, ok := os.LookupEnv("GOGC"); ok {
 		logger.Info("garbage collector target from GOGC", "gogc", v)

@@ -61,7 +61,7 @@ const (
 var errUnpacked = errors.New("sqlstore: a packed page does not split into its rows and columns in order")
 
 // packed marks cols, a select list of plain column names separated by
-// commas, as one that listCap may read packed, joined with concat_ws: it
+// commas, as one that listOrdered may read packed, joined with concat_ws: it
 // sizes the row once, where a chain of || copies it at every step (a
 // tenth more CPU for an Agent page, a third more for an audit page,
 // computed per row).
@@ -122,11 +122,11 @@ func packQuery(query string) (out string, ok bool) {
 
 // packPage wraps pq, a query packQuery wrote, so that its whole result is
 // one row: the number of rows, and the packed rows joined by pageSep in
-// the order pq gives them (the empty string for none). The subquery keeps its ORDER BY
-// and LIMIT, so SQLite cannot flatten it into the aggregate and runs it
-// as written, from the same index. An ORDER BY inside group_concat would
-// guarantee the order but made SQLite sort the packed rows, which doubled
-// the page's time; readPage checks the order instead.
+// the order pq gives them (the empty string for none). The subquery keeps
+// its ORDER BY and LIMIT, so SQLite cannot flatten it into the aggregate
+// and runs it as written, from the same index. An ORDER BY inside
+// group_concat would guarantee the order but made SQLite sort the packed
+// rows, which doubled the page's time; readPage checks the order instead.
 func packPage(pq string) string {
 	return "SELECT count(*), ifnull(group_concat(" + packAlias + ", char(30)), '') FROM (" + pq + ")"
 }
