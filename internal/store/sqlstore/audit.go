@@ -121,11 +121,12 @@ func (s *Store) ListAuditEvents(ctx context.Context, f store.AuditFilter, after 
 		args = append(args, s.t(f.Until))
 	}
 	if after != nil {
-		// Led by occurred_at <= ?, which both engines turn into a seek in
-		// the (…, occurred_at DESC, id DESC) indexes; the OR alone would
-		// make SQLite walk the index from the newest event and filter.
-		where = append(where, "occurred_at <= ? AND (occurred_at < ? OR id < ?)")
-		args = append(args, s.t(after.OccurredAt), s.t(after.OccurredAt), after.ID)
+		// A row value, which both engines turn into a seek in the (…,
+		// occurred_at DESC, id DESC) indexes (see listPage); the same
+		// condition spelled with OR would make SQLite walk the index from
+		// the newest event and filter.
+		where = append(where, "(occurred_at, id) < (?, ?)")
+		args = append(args, s.t(after.OccurredAt), after.ID)
 	}
 	q := `SELECT ` + packed(auditColumns) + ` FROM audit_events`
 	if len(where) > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/openclaw/occ/internal/store"
@@ -179,56 +181,78 @@ func (s *Store) ListAccess(ctx context.Context, subjectID string) (store.Access,
 // and restrictions as ListAccess reads them, found from the session. No
 // session (or no user) is no row at all, so NotFound; a session whose user
 // has neither grants nor restrictions is its row alone.
+//
+// Every API request signed in with a session runs it, so on SQLite it is
+// read as one packed value (packed.go), like the list pages: read column
+// by column, its few rows of ten columns cost about a third more, in the
+// driver's calls per column (BenchmarkCredentialLookup;
+// docs/performance.md). The statement has no ORDER BY: the grants and
+// restrictions are put in ListAccess's order, (created_at, id), here,
+// which also spares SQLite a sorter.
 func (s *Store) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
-	rows, err := s.query(ctx, `WITH s AS (SELECT id, user_id, expires_at, created_at, last_used_at FROM sessions
+	const op = "get session access"
+	rs, err := listOrdered(ctx, s, op, scanSessionAccessRow,
+		func(sessionAccessRow, sessionAccessRow) bool { return true }, 8,
+		`WITH s AS (SELECT id, user_id, expires_at, created_at, last_used_at FROM sessions
 			WHERE token_hash = ? AND EXISTS (SELECT 1 FROM users WHERE users.id = sessions.user_id))
-		SELECT 's', s.id, NULL, s.user_id, NULL, NULL, s.created_at, NULL, s.expires_at, s.last_used_at FROM s
+		SELECT `+packed(`tag, id, namespace_id, role_or_action, resource_kind, resource_id, created_at, last, expires_at, last_used_at`)+` FROM (
+		SELECT 's' AS tag, s.id AS id, NULL AS namespace_id, s.user_id AS role_or_action, NULL AS resource_kind, NULL AS resource_id,
+			s.created_at AS created_at, NULL AS last, s.expires_at AS expires_at, s.last_used_at AS last_used_at FROM s
 		UNION ALL
 		SELECT 'g', b.id, b.namespace_id, b.role_id, b.resource_kind, b.resource_id, b.created_at, CAST(r.permissions AS TEXT), NULL, NULL
 		FROM s JOIN iam_access_bindings b ON b.subject_id = s.user_id JOIN iam_roles r ON r.id = b.role_id
 		UNION ALL
 		SELECT 'r', x.id, x.namespace_id, x.action, x.resource_kind, x.resource_id, x.created_at, x.effect, NULL, NULL
-		FROM s JOIN iam_restrictions x ON x.subject_id = s.user_id
-		ORDER BY 7, 2`, tokenHash)
+		FROM s JOIN iam_restrictions x ON x.subject_id = s.user_id) a`, tokenHash)
 	if err != nil {
-		return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+		return store.Session{}, store.Access{}, err
 	}
-	defer rows.Close()
 	var se store.Session
 	found := false
 	acc := store.Access{Grants: []store.Grant{}, Restrictions: []store.Restriction{}}
-	var rs []accessRow
-	for rows.Next() {
-		var r accessRow
-		var expiresAt, lastUsedAt *time.Time
-		if err := rows.Scan(&r.tag, &r.id, optStringCol{&r.namespaceID}, &r.roleOrAction, optStringCol{&r.kind},
-			optStringCol{&r.resourceID}, timeCol{&r.createdAt}, optStringCol{&r.last},
-			optTimeCol{&expiresAt}, optTimeCol{&lastUsedAt}); err != nil {
-			return store.Session{}, store.Access{}, s.dbErr("get session access", err)
-		}
-		if r.tag == "s" {
-			if expiresAt == nil || lastUsedAt == nil {
-				return store.Session{}, store.Access{}, s.dbErr("get session access", errors.New("sqlstore: NULL in a NOT NULL time column"))
-			}
-			se = store.Session{ID: r.id, TokenHash: tokenHash, UserID: r.roleOrAction,
-				ExpiresAt: *expiresAt, CreatedAt: r.createdAt, LastUsedAt: *lastUsedAt}
-			found = true
+	grants := rs[:0]
+	for _, r := range rs {
+		if r.tag != "s" {
+			grants = append(grants, r)
 			continue
 		}
-		rs = append(rs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+		if r.expiresAt == nil || r.lastUsedAt == nil {
+			return store.Session{}, store.Access{}, s.dbErr(op, errors.New("sqlstore: NULL in a NOT NULL time column"))
+		}
+		se = store.Session{ID: r.id, TokenHash: tokenHash, UserID: r.roleOrAction,
+			ExpiresAt: *r.expiresAt, CreatedAt: r.createdAt, LastUsedAt: *r.lastUsedAt}
+		found = true
 	}
 	if !found {
-		return store.Session{}, store.Access{}, s.getErr("get session access", "session", sql.ErrNoRows)
+		return store.Session{}, store.Access{}, s.getErr(op, "session", sql.ErrNoRows)
 	}
-	for _, r := range rs {
+	slices.SortFunc(grants, func(a, b sessionAccessRow) int {
+		if c := a.createdAt.Compare(b.createdAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, r := range grants {
 		if err := r.addTo(&acc, se.UserID); err != nil {
-			return store.Session{}, store.Access{}, s.dbErr("get session access", err)
+			return store.Session{}, store.Access{}, s.dbErr(op, err)
 		}
 	}
 	return se, acc, nil
+}
+
+// sessionAccessRow is one row of GetSessionAccess: a grant or a
+// restriction, or (tag 's') the session with its two other times.
+type sessionAccessRow struct {
+	accessRow
+	expiresAt, lastUsedAt *time.Time
+}
+
+func scanSessionAccessRow(row rowScanner) (sessionAccessRow, error) {
+	var r sessionAccessRow
+	err := row.Scan(&r.tag, &r.id, optStringCol{&r.namespaceID}, &r.roleOrAction, optStringCol{&r.kind},
+		optStringCol{&r.resourceID}, timeCol{&r.createdAt}, optStringCol{&r.last},
+		optTimeCol{&r.expiresAt}, optTimeCol{&r.lastUsedAt})
+	return r, err
 }
 
 // GetAPIKeyAccess is GetAPIKey, GetServicePrincipal and ListAccess of the

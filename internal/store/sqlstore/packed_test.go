@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,36 @@ func TestPackQuery(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got); diff != "" || ok != tc.ok {
 			t.Errorf("packQuery(%q): ok %v, want %v; (-want +got):\n%s", tc.in, ok, tc.ok, diff)
 		}
+	}
+}
+
+// TestPageQuery: the memoized rewrite is the rewrite, for a marked query
+// and an unmarked one, on the first call and on a repeated one, and still
+// after more texts than it keeps.
+func TestPageQuery(t *testing.T) {
+	marked := `SELECT ` + packed(`id, name`) + ` FROM t WHERE a = ? ORDER BY id LIMIT ?`
+	pq, _ := packQuery(marked)
+	want := packPage(pq)
+	for i := range 2 {
+		got, ok := pageQuery(marked)
+		if diff := cmp.Diff(want, got); diff != "" || !ok {
+			t.Errorf("pageQuery(marked), call %d: ok %v, want true; (-want +got):\n%s", i+1, ok, diff)
+		}
+		if got, ok := pageQuery(`SELECT id FROM t`); got != "" || ok {
+			t.Errorf("pageQuery(unmarked), call %d = %q, %v, want \"\", false", i+1, got, ok)
+		}
+	}
+	for i := range maxPageQueries + 10 {
+		q := fmt.Sprintf("/* %d */ %s", i, marked)
+		pq, _ := packQuery(q)
+		for range 2 {
+			if got, ok := pageQuery(q); got != packPage(pq) || !ok {
+				t.Fatalf("pageQuery(text %d) = %q, %v, want %q, true", i, got, ok, packPage(pq))
+			}
+		}
+	}
+	if n := pageQueryKept.Load(); n > maxPageQueries {
+		t.Errorf("pageQuery kept %d texts, want at most %d", n, maxPageQueries)
 	}
 }
 

@@ -175,11 +175,13 @@ func TestHotQueryPlans(t *testing.T) {
 	})
 }
 
-// packedPage reports whether the call named name reads its page as one
-// packed value on engine.
+// packedPage reports whether the call named name reads its page (or, for
+// GetSessionAccess, the session and its grants) as one packed value on
+// engine.
 func packedPage(engine, name string) bool {
 	return engine == sqlstore.EngineSQLite &&
-		(strings.HasPrefix(name, "ListAgents") || strings.HasPrefix(name, "ListNamespaces") || strings.HasPrefix(name, "ListAuditEvents"))
+		(strings.HasPrefix(name, "ListAgents") || strings.HasPrefix(name, "ListNamespaces") || strings.HasPrefix(name, "ListAuditEvents") ||
+			name == "GetSessionAccess")
 }
 
 // sqliteCovering names the index each packed page must be read from on
@@ -377,7 +379,7 @@ func badPlanStep(engine, plan string) string {
 	return ""
 }
 
-var cursorBound = regexp.MustCompile(`\b(created_at|occurred_at|revision_number) ?[<>]`)
+var cursorBound = regexp.MustCompile(`\b(created_at|occurred_at|revision_number)(, ?id\))? ?[<>]`)
 
 // seeksToCursor reports whether the plan bounds an index search by the
 // cursor's time: SQLite's SEARCH … (… AND created_at>?), PostgreSQL's

@@ -751,8 +751,8 @@ func listCap[T any](ctx context.Context, s *Store, op string, scan func(rowScann
 func listOrdered[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), after func(a, b T) bool,
 	n int, query string, args ...any) ([]T, error) {
 	if s.d.engine() == EngineSQLite {
-		if pq, ok := packQuery(query); ok {
-			out, err := readPage(ctx, s, scan, after, pq, args...)
+		if page, ok := pageQuery(query); ok {
+			out, err := readPage(ctx, s, scan, after, page, args...)
 			if !errors.Is(err, errUnpacked) {
 				return out, s.dbErr(op, err)
 			}
@@ -805,11 +805,14 @@ func into[T any](dest rowDest[T]) func(rowScanner) (T, error) {
 // listPage reads one page of a list ordered by (created_at, id): base is
 // the SELECT with its WHERE clause (or none: where is then "WHERE"), key
 // gives an item's position. It reads one row more than the page to know
-// whether a next page exists. The cursor condition leads with
-// created_at >= ?, which both engines turn into a seek in the (…,
-// created_at, id) index: spelled as (a > ? OR (a = ? AND id > ?)) alone,
-// SQLite walks the index from the start of the Namespace and filters, so a
-// late page costs as much as all the pages before it. A limit outside 1..store.MaxPageSize is Invalid.
+// whether a next page exists. The cursor condition is the row value
+// (created_at, id) > (?, ?), which both engines turn into a seek in the
+// (…, created_at, id) index to the cursor itself (TestHotQueryPlans):
+// spelled as (a > ? OR (a = ? AND id > ?)), SQLite walks the index from
+// the start of the Namespace and filters, so a late page costs as much as
+// all the pages before it; led by created_at >= ?, it seeks to the
+// cursor's time and filters the rest of the page by the OR. A limit
+// outside 1..store.MaxPageSize is Invalid.
 func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScanner) (T, error), key func(T) store.PageCursor,
 	base, where string, p store.PageRequest, args ...any) (store.Page[T], error) {
 	if p.Limit < 1 || p.Limit > store.MaxPageSize {
@@ -817,8 +820,8 @@ func listPage[T any](ctx context.Context, s *Store, op string, scan func(rowScan
 	}
 	q := base
 	if p.After != nil {
-		q += " " + where + " created_at >= ? AND (created_at > ? OR id > ?)"
-		args = append(args, s.t(p.After.CreatedAt), s.t(p.After.CreatedAt), p.After.ID)
+		q += " " + where + " (created_at, id) > (?, ?)"
+		args = append(args, s.t(p.After.CreatedAt), p.After.ID)
 	}
 	q += " ORDER BY created_at, id LIMIT ?"
 	args = append(args, p.Limit+1)

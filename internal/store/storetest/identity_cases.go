@@ -148,6 +148,11 @@ var identityCases = []testCase{
 			ExpiresAt: at(1000), CreatedAt: at(f.now())}
 		must(t, "CreateSession", h.Store.CreateSession(ctx(t), se))
 		b2 := f.binding(u.ID, reader)
+		// Stored last but created first: the grants come in creation
+		// order, not in the order they were stored.
+		b0 := store.AccessBinding{ID: ids.New(ids.Binding), SubjectID: u.ID, RoleID: reader.ID, CreatedAt: at(-1)}
+		must(t, "CreateAccessBinding b0", h.Store.CreateAccessBinding(ctx(t), b0))
+		b0.CreatedAt = stored(b0.CreatedAt)
 
 		gotSession, gotAccess, err := h.Store.GetSessionAccess(ctx(t), se.TokenHash)
 		must(t, "GetSessionAccess", err)
@@ -155,7 +160,8 @@ var identityCases = []testCase{
 		must(t, "GetSession", err)
 		check(t, "GetSessionAccess's session against GetSession", wantSession, gotSession)
 		check(t, "GetSessionAccess's access", store.Access{
-			Grants:       []store.Grant{{Binding: b1, Permissions: reader.Permissions}, {Binding: b2, Permissions: reader.Permissions}},
+			Grants: []store.Grant{{Binding: b0, Permissions: reader.Permissions}, {Binding: b1, Permissions: reader.Permissions},
+				{Binding: b2, Permissions: reader.Permissions}},
 			Restrictions: []store.Restriction{r1},
 		}, gotAccess)
 		wantAccess, err := h.Store.ListAccess(ctx(t), u.ID)
