@@ -86,7 +86,10 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 	}
 	seedDur := time.Since(start)
 
-	srv := server.New(server.Options{Store: st, PublicOrigin: benchOrigin})
+	// The request turns as occ server sets them by default
+	// (--max-requests-in-flight).
+	srv := server.New(server.Options{Store: st, PublicOrigin: benchOrigin,
+		MaxRequestsInFlight: server.DefaultMaxRequestsInFlight(st.Engine(), config.DefaultDatabaseMaxConnections)})
 	pw := filepath.Join(dir, "bootstrap-password")
 	if err := os.WriteFile(pw, []byte(benchPassword+"\n"), 0o600); err != nil {
 		return fail(err)

@@ -63,6 +63,11 @@ type Config struct {
 	// PasswordHashConcurrency is how many argon2id password hashes (64 MiB
 	// each) may run at once; 0 means the default (GOMAXPROCS, at most 4).
 	PasswordHashConcurrency int
+	// MaxRequestsInFlight bounds the API reads (GET and HEAD) this process
+	// works on at once; others wait their turn, first come first served
+	// (see docs/configuration.md). 0 means the default: twice GOMAXPROCS
+	// on SQLite, DatabaseMaxConnections on PostgreSQL.
+	MaxRequestsInFlight int
 	// SignInAccount and SignInAddress are the sign-in throttle's limits
 	// per account (email as typed) and per client address; see
 	// SignInLimits and docs/reliability.md.
@@ -229,6 +234,8 @@ const (
 	DefaultSessionIdleTimeout = 2 * time.Hour
 	// MaxPasswordHashConcurrency mirrors authn.MaxHashConcurrency.
 	MaxPasswordHashConcurrency = 64
+	// MaxMaxRequestsInFlight is a sanity bound.
+	MaxMaxRequestsInFlight     = 100_000
 	DefaultShutdownTimeout     = 15 * time.Second
 	DefaultBootstrapAdminEmail = "admin@localhost"
 	DefaultLogLevel            = "info"
@@ -323,6 +330,9 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	}
 	if c.WorkerConcurrency < 1 || c.WorkerConcurrency > MaxWorkerConcurrency {
 		add(fmt.Errorf("worker concurrency must be between 1 and %d, got %d", MaxWorkerConcurrency, c.WorkerConcurrency))
+	}
+	if c.MaxRequestsInFlight < 0 || c.MaxRequestsInFlight > MaxMaxRequestsInFlight {
+		add(fmt.Errorf("max requests in flight must be between 0 (default) and %d, got %d", MaxMaxRequestsInFlight, c.MaxRequestsInFlight))
 	}
 	if c.PasswordHashConcurrency < 0 || c.PasswordHashConcurrency > MaxPasswordHashConcurrency {
 		add(fmt.Errorf("password hash concurrency must be between 0 (default) and %d, got %d", MaxPasswordHashConcurrency, c.PasswordHashConcurrency))
@@ -506,6 +516,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("sessionIdleTimeout", c.SessionIdleTimeout),
 		slog.Int("databaseMaxConnections", c.DatabaseMaxConnections),
 		slog.Int("passwordHashConcurrency", c.PasswordHashConcurrency),
+		slog.Int("maxRequestsInFlight", c.MaxRequestsInFlight),
 		slog.Any("signInAccount", c.SignInAccount),
 		slog.Any("signInAddress", c.SignInAddress),
 		slog.String("tlsCertFile", c.TLSCertFile),

@@ -58,6 +58,7 @@ trustedProxies: [10.0.0.0/8, "fd00::/8"]
 sessionTTL: 8h
 sessionIdleTimeout: 30m
 passwordHashConcurrency: 2
+maxRequestsInFlight: 6
 signIn:
   account: {freeFailures: 4, lockFailures: 8, baseDelay: 2s, maxDelay: 1m, lockout: 1h, window: 2h}
   address: {freeFailures: 30, lockFailures: 90, baseDelay: 3s, maxDelay: 2m, lockout: 20m, window: 30m}
@@ -103,6 +104,7 @@ func fullFileConfig() Config {
 		SessionTTL:              8 * time.Hour,
 		SessionIdleTimeout:      30 * time.Minute,
 		PasswordHashConcurrency: 2,
+		MaxRequestsInFlight:     6,
 		SignInAccount: SignInLimits{FreeFailures: 4, LockFailures: 8, BaseDelay: 2 * time.Second, MaxDelay: time.Minute,
 			Lockout: time.Hour, Window: 2 * time.Hour},
 		SignInAddress: SignInLimits{FreeFailures: 30, LockFailures: 90, BaseDelay: 3 * time.Second, MaxDelay: 2 * time.Minute,
@@ -316,6 +318,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"session-ttl":                   "2h",
 		"session-idle-timeout":          "20m",
 		"password-hash-concurrency":     "3",
+		"max-requests-in-flight":        "12",
 		"database-max-connections":      "7",
 		"worker-concurrency":            "9",
 		"sign-in-account-free-failures": "5",
@@ -397,7 +400,7 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker", "worker-concurrency", "password-hash-concurrency", "database-max-connections", "gateway-pool", "gateway-pool-max-connections",
+	case "embedded-worker", "worker-concurrency", "password-hash-concurrency", "max-requests-in-flight", "database-max-connections", "gateway-pool", "gateway-pool-max-connections",
 		"sign-in-account-free-failures", "sign-in-account-lock-failures",
 		"sign-in-address-free-failures", "sign-in-address-lock-failures":
 		return v // a YAML boolean or number, not a string
@@ -514,6 +517,12 @@ func TestValidate(t *testing.T) {
 			"password hash concurrency must be between 0 (default) and 64, got 65"},
 		{"password hash concurrency negative", func(c *Config) { c.PasswordHashConcurrency = -1 },
 			"password hash concurrency must be between 0 (default) and 64, got -1"},
+		{"requests in flight at its cap", func(c *Config) { c.MaxRequestsInFlight = MaxMaxRequestsInFlight }, ""},
+		{"requests in flight one past its cap", func(c *Config) { c.MaxRequestsInFlight = MaxMaxRequestsInFlight + 1 },
+			"max requests in flight must be between 0 (default) and 100000, got 100001"},
+		{"requests in flight negative", func(c *Config) { c.MaxRequestsInFlight = -1 },
+			"max requests in flight must be between 0 (default) and 100000, got -1"},
+		{"requests in flight at one", func(c *Config) { c.MaxRequestsInFlight = 1 }, ""},
 		{"gateway pool idle timeout", func(c *Config) { c.GatewayPoolIdleTimeout = 0 }, "gateway pool idle timeout must be positive, got 0s"},
 		{"metrics listener without port", func(c *Config) { c.MetricsListen = "localhost" }, `metrics listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
 		{"metrics listener on the API address", func(c *Config) { c.MetricsListen = c.Listen }, `metrics listen address "127.0.0.1:8080" must differ from the API listen address`},

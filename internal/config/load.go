@@ -90,6 +90,12 @@ var options = []option{
 		set:   func(c *Config, s string) error { return setDuration(&c.SessionIdleTimeout, s) },
 	},
 	{
+		flag: "max-requests-in-flight", env: "OCC_MAX_REQUESTS_IN_FLIGHT", yaml: "maxRequestsInFlight", typ: "int",
+		def:   "2 × GOMAXPROCS on SQLite, --database-max-connections on PostgreSQL",
+		usage: "API reads (GET, HEAD) worked on at once; others wait their turn, first come first served; 0 means the default",
+		set:   func(c *Config, s string) error { return setInt(&c.MaxRequestsInFlight, s) },
+	},
+	{
 		flag: "password-hash-concurrency", env: "OCC_PASSWORD_HASH_CONCURRENCY", yaml: "passwordHashConcurrency", typ: "int", def: "GOMAXPROCS, at most 4",
 		usage: "how many password hashes (64 MiB each) run at once; 0 means the default",
 		set:   func(c *Config, s string) error { return setInt(&c.PasswordHashConcurrency, s) },
@@ -457,6 +463,7 @@ type fileConfig struct {
 	SessionTTL      time.Duration      `yaml:"sessionTTL"`
 	SessionIdle     time.Duration      `yaml:"sessionIdleTimeout"`
 	HashConcurrency int                `yaml:"passwordHashConcurrency"`
+	MaxInFlight     int                `yaml:"maxRequestsInFlight"`
 	SignIn          fileSignIn         `yaml:"signIn"`
 	TLS             fileTLS            `yaml:"tls"`
 	ShutdownTimeout time.Duration      `yaml:"shutdownTimeout"`
@@ -603,6 +610,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		SessionTTL:      c.SessionTTL,
 		SessionIdle:     c.SessionIdleTimeout,
 		HashConcurrency: c.PasswordHashConcurrency,
+		MaxInFlight:     c.MaxRequestsInFlight,
 		SignIn:          fileSignIn{Account: fileLimits(c.SignInAccount), Address: fileSignInAddress(fileLimits(c.SignInAddress))},
 		TLS:             fileTLS{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile},
 		ShutdownTimeout: c.ShutdownTimeout,
@@ -659,6 +667,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		SessionTTL:                 fc.SessionTTL,
 		SessionIdleTimeout:         fc.SessionIdle,
 		PasswordHashConcurrency:    fc.HashConcurrency,
+		MaxRequestsInFlight:        fc.MaxInFlight,
 		SignInAccount:              fc.SignIn.Account.limits(),
 		SignInAddress:              fileSignInLimits(fc.SignIn.Address).limits(),
 		TLSCertFile:                fc.TLS.CertFile,

@@ -80,6 +80,14 @@ type Options struct {
 	// TracerProvider, when set, gives every request a server span; nil
 	// means no request spans (domain spans follow the global provider).
 	TracerProvider trace.TracerProvider
+	// MaxRequestsInFlight bounds the requests worked on at once, the others
+	// waiting their turn in arrival order (inflight.go); 0 means no bound.
+	// Run sets it from --max-requests-in-flight or
+	// DefaultMaxRequestsInFlight.
+	MaxRequestsInFlight int
+	// RequestQueueWait is how long a request waits for its turn before it
+	// answers 503 (0: DefaultRequestQueueWait).
+	RequestQueueWait time.Duration
 }
 
 // Server is an assembled OCC API.
@@ -141,7 +149,13 @@ func New(o Options) *Server {
 
 	mux := httpx.NewMux()
 	probes := map[string]http.Handler{}
+	var uncounted []string
 	for _, rt := range routes {
+		if rt.ETag {
+			// The workspace file routes wait on an Agent's gateway, not
+			// on this process: they take no turn (inflight.go).
+			uncounted = append(uncounted, rt.Method+" "+rt.Path)
+		}
 		h := rt.Handler
 		switch rt.Auth {
 		case Probe:
@@ -165,7 +179,7 @@ func New(o Options) *Server {
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
 	}
-	admitted := adm.wrap(telemetry.Route(mux))
+	admitted := newInflight(o.MaxRequestsInFlight, o.RequestQueueWait, uncounted).wrap(adm.wrap(telemetry.Route(mux)))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := probes[r.URL.Path]; ok {
 			p.ServeHTTP(w, r)
@@ -309,8 +323,14 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	files := agentgw.New(agentgw.Options{Logger: logger, Observer: obs.gatewayObserver(), Pool: agentgw.PoolOptions{
 		Enabled: cfg.GatewayPool, IdleTimeout: cfg.GatewayPoolIdleTimeout, MaxConnections: cfg.GatewayPoolMaxConnections}})
 	defer files.Close()
+	inFlight := cfg.MaxRequestsInFlight
+	if inFlight == 0 {
+		inFlight = DefaultMaxRequestsInFlight(st.Engine(), cfg.DatabaseMaxConnections)
+	}
+	logger.Info("request turns", "maxRequestsInFlight", inFlight, "queueWait", DefaultRequestQueueWait)
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
-		SessionTTL: cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
+		MaxRequestsInFlight: inFlight,
+		SessionTTL:          cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,
 		Throttle: authn.NewThrottle(ThrottlePolicy(cfg.SignInAccount), ThrottlePolicy(cfg.SignInAddress), 0),
 		Metrics:  obs.metrics, TracerProvider: obs.tracer,
 		Files: files,

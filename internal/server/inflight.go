@@ -1,0 +1,158 @@
+package server
+
+import (
+	"net/http"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/httpx"
+	"github.com/openclaw/occ/internal/store/sqlstore"
+)
+
+// DefaultRequestQueueWait is how long a request waits for its turn
+// (Options.MaxRequestsInFlight) before it answers 503.
+const DefaultRequestQueueWait = 5 * time.Second
+
+// DefaultMaxRequestsInFlight is --max-requests-in-flight's default for a
+// database engine. On SQLite a request's work is CPU in this process (the
+// database is a library in it), so a few more turns than cores keep the
+// cores busy: with 16 clients on two cores, 4 turns took the API's p99
+// under 5 ms where 8 or none did not (docs/performance.md). On PostgreSQL
+// a request also waits on the database server, which may be across a
+// network, so the turns are the connection pool's size: a request beyond
+// it would wait for a connection anyway, in no particular order.
+func DefaultMaxRequestsInFlight(engine string, databaseMaxConnections int) int {
+	if engine == sqlstore.EngineSQLite {
+		return 2 * runtime.GOMAXPROCS(0)
+	}
+	return databaseMaxConnections
+}
+
+// inflight gives requests their turns: at most cap(slots) counted
+// requests run at once, and the others wait in arrival order (a Go
+// channel hands a freed slot to its longest-waiting sender), each for at
+// most wait. Without it, every request on a saturated server runs at once
+// and they all slow each other down: the goroutines contend for the
+// database pool, SQLite's and its allocator's locks, and the scheduler
+// serves them in no fair order, so a few wait much longer than the rest.
+//
+// A request's turn ends when it starts its reply (its first WriteHeader
+// or Write, by then its work is done) or when its handler returns,
+// whichever comes first, so a client that reads slowly holds no turn.
+// Only reads are counted: GET and HEAD requests without a body, except
+// those exempt matches (the workspace file routes, which wait on an
+// Agent's gateway, not on this process). A write is not: its body arrives
+// at the client's pace, and on SQLite it waits for the one writer at a
+// time (sqlstore's write gate), so turns held by waiting writes would
+// stall the reads that SQLite serves alongside them. The probes never
+// reach it.
+type inflight struct {
+	slots  chan struct{}
+	wait   time.Duration
+	exempt *http.ServeMux
+	// waiting counts the requests waiting for a turn, for tests.
+	waiting atomic.Int64
+}
+
+// errBusy answers a request that waited its whole wait. Unavailable, like
+// the password hashing bound's: the server is saturated, the caller did
+// nothing wrong. (The message is for the log: a 503's public message is
+// fixed by httpx.)
+var errBusy = errkind.WithRetryAfter(errkind.Unavailable, "The server is busy; try again shortly.", time.Second)
+
+// newInflight returns the limiter for n turns (n <= 0: none, nil) and
+// wait (<= 0: DefaultRequestQueueWait), exempting the routes in exempt
+// (method and path patterns, as the mux has them).
+func newInflight(n int, wait time.Duration, exempt []string) *inflight {
+	if n <= 0 {
+		return nil
+	}
+	if wait <= 0 {
+		wait = DefaultRequestQueueWait
+	}
+	l := &inflight{slots: make(chan struct{}, n), wait: wait, exempt: http.NewServeMux()}
+	for _, p := range exempt {
+		l.exempt.Handle(p, http.NotFoundHandler())
+	}
+	return l
+}
+
+// counted reports whether r takes a turn.
+func (l *inflight) counted(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		return false
+	}
+	_, pattern := l.exempt.Handler(r)
+	return pattern == ""
+}
+
+func (l *inflight) wrap(next http.Handler) http.Handler {
+	if l == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !l.counted(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !l.acquire(w, r) {
+			return
+		}
+		tw := &turnWriter{ResponseWriter: w, slots: l.slots}
+		defer tw.end()
+		next.ServeHTTP(tw, r)
+	})
+}
+
+// acquire waits for a turn. It reports false, having answered 503 when the
+// wait ran out, or nothing when the client went away first.
+func (l *inflight) acquire(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	default:
+	}
+	l.waiting.Add(1)
+	defer l.waiting.Add(-1)
+	t := time.NewTimer(l.wait)
+	defer t.Stop()
+	select {
+	case l.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		httpx.WriteError(w, r, errBusy)
+		return false
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// turnWriter ends its request's turn at the first byte of the reply.
+type turnWriter struct {
+	http.ResponseWriter
+	slots chan struct{}
+	ended bool
+}
+
+// end gives the turn back, once.
+func (t *turnWriter) end() {
+	if !t.ended {
+		t.ended = true
+		<-t.slots
+	}
+}
+
+func (t *turnWriter) WriteHeader(code int) {
+	t.end()
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *turnWriter) Write(b []byte) (int, error) {
+	t.end()
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (t *turnWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }

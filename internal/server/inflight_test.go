@@ -1,0 +1,265 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/store/sqlstore"
+)
+
+// gate is a handler that records the order requests reach it in and
+// holds each until released.
+type gate struct {
+	mu      sync.Mutex
+	entered []string
+	arrived chan string
+	release chan struct{}
+	// writeFirst makes the handler start its reply before it waits.
+	writeFirst bool
+}
+
+func newGate() *gate {
+	return &gate{arrived: make(chan string, 100), release: make(chan struct{})}
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("name")
+	g.mu.Lock()
+	g.entered = append(g.entered, name)
+	g.mu.Unlock()
+	if g.writeFirst {
+		w.WriteHeader(http.StatusOK)
+	}
+	g.arrived <- name
+	<-g.release
+}
+
+func (g *gate) order() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.entered...)
+}
+
+// serve runs one request through h in the background and returns its
+// recorder, done when the handler returned.
+func serve(h http.Handler, r *http.Request) (*httptest.ResponseRecorder, <-chan struct{}) {
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(rec, r)
+	}()
+	return rec, done
+}
+
+func get(name string) *http.Request {
+	return httptest.NewRequest(http.MethodGet, "/namespaces?name="+name, nil)
+}
+
+// waitFor polls cond for up to 5 s: the waiting goroutines are parked in
+// the runtime, so there is no event to wait on.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func arrive(t *testing.T, g *gate, want string) {
+	t.Helper()
+	select {
+	case got := <-g.arrived:
+		if got != want {
+			t.Fatalf("request %q reached the handler, want %q", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("request %q never reached the handler", want)
+	}
+}
+
+func TestInflightTurnsInArrivalOrder(t *testing.T) {
+	g := newGate()
+	l := newInflight(2, time.Minute, nil)
+	h := l.wrap(g)
+	var dones []<-chan struct{}
+	for _, name := range []string{"a", "b"} {
+		_, done := serve(h, get(name))
+		dones = append(dones, done)
+		arrive(t, g, name)
+	}
+	// Both turns are held: the next ones wait, and come in as they queued.
+	for i, name := range []string{"c", "d", "e"} {
+		_, done := serve(h, get(name))
+		dones = append(dones, done)
+		waitFor(t, name+" to wait", func() bool { return l.waiting.Load() == int64(i+1) })
+	}
+	select {
+	case name := <-g.arrived:
+		t.Fatalf("request %q ran while both turns were held", name)
+	case <-time.After(50 * time.Millisecond):
+	}
+	for _, name := range []string{"c", "d", "e"} {
+		g.release <- struct{}{} // one request ends, the longest waiting starts
+		arrive(t, g, name)
+	}
+	close(g.release)
+	for _, d := range dones {
+		<-d
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, g.order()); diff != "" {
+		t.Errorf("order the handler saw (-want +got):\n%s", diff)
+	}
+	if n := len(l.slots); n != 0 {
+		t.Errorf("%d turns still held after every request ended", n)
+	}
+}
+
+func TestInflightWaitRunsOut(t *testing.T) {
+	g := newGate()
+	l := newInflight(1, 20*time.Millisecond, nil)
+	h := l.wrap(g)
+	_, done := serve(h, get("holder"))
+	arrive(t, g, "holder")
+
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, get("late"))
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Errorf("answered after %v, before the 20ms wait ran out", waited)
+	}
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("late request: %d, Retry-After %q; want 503, 1", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	var env struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil {
+		t.Fatalf("503 body %q: %v", rec.Body, err)
+	}
+	if env.Error.Code != "DEPENDENCY_UNAVAILABLE" {
+		t.Errorf("503 code %q, want DEPENDENCY_UNAVAILABLE", env.Error.Code)
+	}
+	close(g.release)
+	<-done
+	if got := g.order(); len(got) != 1 {
+		t.Errorf("handler saw %v, want only the holder", got)
+	}
+}
+
+func TestInflightClientGoneWhileWaiting(t *testing.T) {
+	g := newGate()
+	l := newInflight(1, time.Minute, nil)
+	h := l.wrap(g)
+	_, done := serve(h, get("holder"))
+	arrive(t, g, "holder")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	rec, gone := serve(h, get("gone").WithContext(ctx))
+	waitFor(t, "the second request to wait", func() bool { return l.waiting.Load() == 1 })
+	cancel()
+	<-gone
+	if rec.Code != http.StatusOK || rec.Body.Len() != 0 || len(rec.Header()) != 0 {
+		t.Errorf("a request whose client left got an answer: %d %q %v", rec.Code, rec.Body, rec.Header())
+	}
+	close(g.release)
+	<-done
+	// The turn it never had is not lost: a new request runs at once.
+	rec = httptest.NewRecorder()
+	l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })).ServeHTTP(rec, get("next"))
+	if rec.Code != http.StatusNoContent {
+		t.Errorf("next request: %d, want 204", rec.Code)
+	}
+}
+
+func TestInflightTurnEndsAtTheReply(t *testing.T) {
+	g := newGate()
+	g.writeFirst = true
+	l := newInflight(1, time.Minute, nil)
+	h := l.wrap(g)
+	_, first := serve(h, get("first"))
+	arrive(t, g, "first") // it has started its reply and now waits
+	_, second := serve(h, get("second"))
+	arrive(t, g, "second") // so the one turn was free for this one
+	close(g.release)
+	<-first
+	<-second
+	if n := len(l.slots); n != 0 {
+		t.Errorf("%d turns still held", n)
+	}
+}
+
+func TestInflightUncounted(t *testing.T) {
+	g := newGate()
+	file := "GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}"
+	l := newInflight(1, time.Minute, []string{file})
+	h := l.wrap(g)
+	_, holder := serve(h, get("holder"))
+	arrive(t, g, "holder")
+
+	withBody := httptest.NewRequest(http.MethodPost, "/namespaces?name=body", strings.NewReader(`{"name":"x"}`))
+	chunked := httptest.NewRequest(http.MethodPost, "/namespaces?name=chunked", strings.NewReader(`{}`))
+	chunked.ContentLength = -1
+	chunked.TransferEncoding = []string{"chunked"}
+	for _, r := range []*http.Request{
+		withBody,
+		chunked,
+		httptest.NewRequest(http.MethodPost, "/namespaces/n/agents/a/deploy?name=bodiless-post", nil),
+		httptest.NewRequest(http.MethodDelete, "/namespaces/n?name=delete", nil),
+		httptest.NewRequest(http.MethodGet, "/namespaces/n/agents/a/workspace/files/SOUL.md?name=file", nil),
+		httptest.NewRequest(http.MethodHead, "/namespaces/n/agents/a/workspace/files/SOUL.md?name=file-head", nil),
+	} {
+		_, done := serve(h, r)
+		defer func() { <-done }()
+		arrive(t, g, r.URL.Query().Get("name"))
+	}
+	if n := l.waiting.Load(); n != 0 {
+		t.Errorf("%d requests waiting, want none", n)
+	}
+	close(g.release)
+	<-holder
+}
+
+func TestInflightNone(t *testing.T) {
+	if l := newInflight(0, 0, nil); l != nil {
+		t.Fatalf("newInflight(0) = %v, want nil", l)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	var l *inflight
+	if got := l.wrap(next); got == nil {
+		t.Fatal("a nil inflight's wrap returned nil")
+	}
+	if l := newInflight(3, 0, nil); l.wait != DefaultRequestQueueWait || cap(l.slots) != 3 {
+		t.Errorf("newInflight(3, 0) = wait %v, %d turns; want %v, 3", l.wait, cap(l.slots), DefaultRequestQueueWait)
+	}
+}
+
+func TestDefaultMaxRequestsInFlight(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	for _, tc := range []struct {
+		engine string
+		pool   int
+		want   int
+	}{
+		{sqlstore.EngineSQLite, 20, 2 * procs},
+		{sqlstore.EngineSQLite, 1, 2 * procs},
+		{sqlstore.EnginePostgres, 20, 20},
+		{sqlstore.EnginePostgres, 7, 7},
+	} {
+		if got := DefaultMaxRequestsInFlight(tc.engine, tc.pool); got != tc.want {
+			t.Errorf("DefaultMaxRequestsInFlight(%s, %d) = %d, want %d", tc.engine, tc.pool, got, tc.want)
+		}
+	}
+}
