@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"runtime"
 	"sync/atomic"
@@ -154,5 +156,18 @@ func (t *turnWriter) Write(b []byte) (int, error) {
 	return t.ResponseWriter.Write(b)
 }
 
-// Unwrap lets http.ResponseController reach the connection's writer.
+// Unwrap lets http.ResponseController reach the connection's writer;
+// Flush and Hijack are forwarded explicitly, as httpx's writers do, and end
+// the turn too: a flushed reply has started, and a hijacked connection (a
+// WebSocket) may stay open for as long as its client likes.
 func (t *turnWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+func (t *turnWriter) Flush() {
+	t.end()
+	_ = http.NewResponseController(t.ResponseWriter).Flush()
+}
+
+func (t *turnWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	t.end()
+	return http.NewResponseController(t.ResponseWriter).Hijack()
+}

@@ -201,6 +201,41 @@ func TestInflightTurnEndsAtTheReply(t *testing.T) {
 	}
 }
 
+// TestInflightFlushAndHijackEndTheTurn: a handler that flushes, or takes
+// the connection over, holds no turn from then on.
+func TestInflightFlushAndHijackEndTheTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(w http.ResponseWriter)
+	}{
+		{"flush", func(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }},
+		{"flush by type assertion", func(w http.ResponseWriter) { w.(http.Flusher).Flush() }},
+		// The recorder cannot be hijacked: the turn ends at the attempt.
+		{"hijack", func(w http.ResponseWriter) { _, _, _ = w.(http.Hijacker).Hijack() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newInflight(1, 2*time.Second, nil) // a held turn: 503 after 2 s
+			started, release := make(chan struct{}), make(chan struct{})
+			_, done := serve(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tc.start(w)
+				close(started)
+				<-release
+			})), get("long"))
+			<-started
+			rec := httptest.NewRecorder()
+			l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })).ServeHTTP(rec, get("next"))
+			if rec.Code != http.StatusNoContent {
+				t.Errorf("next request: %d, want 204", rec.Code)
+			}
+			close(release)
+			<-done
+			if n := len(l.slots); n != 0 {
+				t.Errorf("%d turns still held", n)
+			}
+		})
+	}
+}
+
 func TestInflightUncounted(t *testing.T) {
 	g := newGate()
 	file := "GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}"

@@ -80,14 +80,11 @@ type Options struct {
 	// TracerProvider, when set, gives every request a server span; nil
 	// means no request spans (domain spans follow the global provider).
 	TracerProvider trace.TracerProvider
-	// MaxRequestsInFlight bounds the requests worked on at once, the others
-	// waiting their turn in arrival order (inflight.go); 0 means no bound.
-	// Run sets it from --max-requests-in-flight or
-	// DefaultMaxRequestsInFlight.
+	// MaxRequestsInFlight bounds the API reads (GET, HEAD) worked on at
+	// once, the others waiting their turn in arrival order for up to
+	// DefaultRequestQueueWait (inflight.go); 0 means no bound. Run sets it
+	// from --max-requests-in-flight or DefaultMaxRequestsInFlight.
 	MaxRequestsInFlight int
-	// RequestQueueWait is how long a request waits for its turn before it
-	// answers 503 (0: DefaultRequestQueueWait).
-	RequestQueueWait time.Duration
 }
 
 // Server is an assembled OCC API.
@@ -179,7 +176,7 @@ func New(o Options) *Server {
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
 	}
-	admitted := newInflight(o.MaxRequestsInFlight, o.RequestQueueWait, uncounted).wrap(adm.wrap(telemetry.Route(mux)))
+	admitted := newInflight(o.MaxRequestsInFlight, DefaultRequestQueueWait, uncounted).wrap(adm.wrap(telemetry.Route(mux)))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := probes[r.URL.Path]; ok {
 			p.ServeHTTP(w, r)
