@@ -42,6 +42,7 @@ const (
 // apiEnv is one engine's seeded store behind a loopback listener.
 type apiEnv struct {
 	engine  string
+	st      *sqlstore.Store // for the store floor rows (floor.go)
 	base    string
 	cookie  *http.Cookie
 	client  *http.Client
@@ -109,7 +110,7 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 		hs.Shutdown(sctx)
 	})
 	e := &apiEnv{
-		engine: engine, base: "http://" + ln.Addr().String(), bigNS: bigNS, agents: agents, seedDur: seedDur,
+		engine: engine, st: st, base: "http://" + ln.Addr().String(), bigNS: bigNS, agents: agents, seedDur: seedDur,
 		client: newClient(),
 	}
 	e.close = func() {

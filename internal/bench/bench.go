@@ -30,6 +30,7 @@ type Options struct {
 	WorkerOps   int    // deployments per engine of the worker benchmark; 0 skips it
 	SignIns     int    // sign-ins of the RSS burst (with OccBin); 0 skips it
 	Baseline    bool   // measure the bare net/http rows (baseline.go) before the API rows
+	Floor       bool   // measure each engine's store floor rows (floor.go) after its API rows
 	ModuleDir   string // where `go test` runs the files benchmark
 	CPUProfile  string
 	MemProfile  string
@@ -120,6 +121,14 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 				return err
 			}
 			results = append(results, r)
+		}
+		if o.Floor {
+			rs, err := e.floorRows(ctx, o.Limits)
+			if err != nil {
+				e.close()
+				return fmt.Errorf("%s store floor: %w", engine, err)
+			}
+			results = append(results, rs...)
 		}
 		e.close()
 	}

@@ -9,7 +9,10 @@
 // them it measures, with the same client and concurrency, a bare net/http
 // server that only spins for a fixed CPU time per request (baseline.go):
 // what a request of that cost gets at that concurrency on the machine,
-// whatever the server is, for reading OCC's rows against. It also
+// whatever the server is, for reading OCC's rows against. After each
+// engine's rows it measures the store floor (floor.go): the same store
+// calls behind a bare net/http server, what the database reads alone
+// cost. It also
 // measures the resident memory of a real `occ server` process, idle and
 // with the 10,000 Agents.
 //

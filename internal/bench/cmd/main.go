@@ -25,6 +25,7 @@ func main() {
 	flag.IntVar(&o.WorkerOps, "worker", 0, "deployments per engine of the worker benchmark (0: skip)")
 	flag.IntVar(&o.SignIns, "signins", 100, "sign-ins of the RSS burst, with -occ (0: skip)")
 	flag.BoolVar(&o.Baseline, "baseline", true, "measure a bare net/http server spending fixed CPU per request, with the API rows' client and concurrency")
+	flag.BoolVar(&o.Floor, "floor", true, "after each engine's API rows, measure its store floor: the same store calls behind a bare net/http server")
 	flag.StringVar(&o.ModuleDir, "module", ".", "module root, where the files benchmark runs")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the API measurements to this file")
 	flag.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile of the API measurements to this file")
