@@ -90,7 +90,7 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 	// The request turns as occ server sets them by default
 	// (--max-requests-in-flight).
 	srv := server.New(server.Options{Store: st, PublicOrigin: benchOrigin,
-		MaxRequestsInFlight: server.DefaultMaxRequestsInFlight(st.Engine(), config.DefaultDatabaseMaxConnections)})
+		MaxRequestsInFlight: server.DefaultMaxRequestsInFlight(st.Engine(), st.OnThisHost(), config.DefaultDatabaseMaxConnections)})
 	pw := filepath.Join(dir, "bootstrap-password")
 	if err := os.WriteFile(pw, []byte(benchPassword+"\n"), 0o600); err != nil {
 		return fail(err)

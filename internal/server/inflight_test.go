@@ -283,18 +283,22 @@ func TestInflightNone(t *testing.T) {
 
 func TestDefaultMaxRequestsInFlight(t *testing.T) {
 	procs := runtime.GOMAXPROCS(0)
+	big := 2*procs + 16 // a pool larger than the turns on this host
 	for _, tc := range []struct {
 		engine string
+		local  bool
 		pool   int
 		want   int
 	}{
-		{sqlstore.EngineSQLite, 20, 2 * procs},
-		{sqlstore.EngineSQLite, 1, 2 * procs},
-		{sqlstore.EnginePostgres, 20, 20},
-		{sqlstore.EnginePostgres, 7, 7},
+		{sqlstore.EngineSQLite, true, 20, 2 * procs},
+		{sqlstore.EngineSQLite, true, 1, 2 * procs},
+		{sqlstore.EnginePostgres, false, 20, 20},
+		{sqlstore.EnginePostgres, false, 7, 7},
+		{sqlstore.EnginePostgres, true, big, 2 * procs},
+		{sqlstore.EnginePostgres, true, 1, 1},
 	} {
-		if got := DefaultMaxRequestsInFlight(tc.engine, tc.pool); got != tc.want {
-			t.Errorf("DefaultMaxRequestsInFlight(%s, %d) = %d, want %d", tc.engine, tc.pool, got, tc.want)
+		if got := DefaultMaxRequestsInFlight(tc.engine, tc.local, tc.pool); got != tc.want {
+			t.Errorf("DefaultMaxRequestsInFlight(%s, %v, %d) = %d, want %d", tc.engine, tc.local, tc.pool, got, tc.want)
 		}
 	}
 }

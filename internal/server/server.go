@@ -322,9 +322,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	defer files.Close()
 	inFlight := cfg.MaxRequestsInFlight
 	if inFlight == 0 {
-		inFlight = DefaultMaxRequestsInFlight(st.Engine(), cfg.DatabaseMaxConnections)
+		inFlight = DefaultMaxRequestsInFlight(st.Engine(), st.OnThisHost(), cfg.DatabaseMaxConnections)
 	}
-	logger.Info("request turns", "maxRequestsInFlight", inFlight, "queueWait", DefaultRequestQueueWait)
+	logger.Info("request turns", "maxRequestsInFlight", inFlight, "queueWait", DefaultRequestQueueWait, "databaseOnThisHost", st.OnThisHost())
 	srv := New(Options{Store: st, Ping: ping, PublicOrigin: cfg.PublicOrigin, TrustedProxies: proxies,
 		MaxRequestsInFlight: inFlight,
 		SessionTTL:          cfg.SessionTTL, SessionIdleTimeout: cfg.SessionIdleTimeout, Logger: logger, Driver: driver,

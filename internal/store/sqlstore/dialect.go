@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -546,4 +547,30 @@ func (c jsonCol) Scan(src any) error {
 		return fmt.Errorf("sqlstore: malformed stored JSON: %w", err)
 	}
 	return nil
+}
+
+// postgresOnThisHost reports whether every host that the PostgreSQL URL
+// may connect to (its host and fallbacks, after pgx's parsing, which also
+// reads the PG* environment variables) is on this machine: a Unix socket
+// directory, "localhost", or a loopback address. A URL pgx cannot parse is
+// not (Open's ping reports it).
+func postgresOnThisHost(databaseURL string) bool {
+	cfg, err := pgconn.ParseConfig(databaseURL)
+	if err != nil {
+		return false
+	}
+	hosts := []string{cfg.Host}
+	for _, f := range cfg.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	for _, h := range hosts {
+		if strings.HasPrefix(h, "/") || strings.EqualFold(h, "localhost") {
+			continue
+		}
+		if ip, err := netip.ParseAddr(h); err == nil && ip.Unmap().IsLoopback() {
+			continue
+		}
+		return false
+	}
+	return true
 }

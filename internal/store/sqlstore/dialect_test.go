@@ -117,3 +117,30 @@ func TestPermissionsCol(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresOnThisHost: a PostgreSQL server is on this host only when
+// every host the URL may connect to is loopback, "localhost" or a Unix
+// socket; one remote fallback, or a URL pgx cannot parse, is not.
+func TestPostgresOnThisHost(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want bool
+	}{
+		{"postgres://occ@127.0.0.1:5432/occ", true},
+		{"postgres://occ@127.8.9.10/occ", true},
+		{"postgres://occ@[::1]:5432/occ", true},
+		{"postgres://occ@localhost/occ", true},
+		{"postgresql://occ@LOCALHOST/occ?sslmode=disable", true},
+		{"postgres://occ@/occ?host=/var/run/postgresql", true},
+		{"postgres://occ@127.0.0.1,localhost/occ", true},
+		{"postgres://occ@db.example.com/occ", false},
+		{"postgres://occ@10.0.0.5:5432/occ", false},
+		{"postgres://occ@[2001:db8::1]/occ", false},
+		{"postgres://occ@127.0.0.1,db.example.com/occ", false},
+		{"postgres://occ@localhost:notaport/occ", false},
+	} {
+		if got := postgresOnThisHost(tc.url); got != tc.want {
+			t.Errorf("postgresOnThisHost(%q) = %v, want %v", tc.url, got, tc.want)
+		}
+	}
+}

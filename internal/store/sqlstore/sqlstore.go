@@ -64,6 +64,10 @@ type Store struct {
 	checkpoints *checkpointer
 	// path is the SQLite database file; empty on PostgreSQL.
 	path string
+	// onThisHost: the database does its work on this machine's cores
+	// (SQLite, or a PostgreSQL server reached over loopback or a Unix
+	// socket). See OnThisHost.
+	onThisHost bool
 }
 
 // writeGate makes this process's writers queue in Go, in arrival order,
@@ -178,6 +182,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		lowerURL = strings.ToLower(databaseURL)
 		// sqliteFile is the SQLite database file; empty on PostgreSQL.
 		sqliteFile string
+		onThisHost = true
 	)
 	switch {
 	case databaseURL == "":
@@ -202,6 +207,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			return nil, err
 		}
 		d, dsn = postgresDialect{}, databaseURL
+		onThisHost = postgresOnThisHost(databaseURL)
 	case strings.HasPrefix(lowerURL, "sqlite:"), strings.HasPrefix(lowerURL, "file:"):
 		path, err := sqlitePath(databaseURL)
 		if err != nil {
@@ -230,7 +236,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		}
 	}
 	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{},
-		path: sqliteFile}
+		path: sqliteFile, onThisHost: onThisHost}
 	if d.engine() == EngineSQLite {
 		st.writers = make(writeGate, 1)
 		st.startCheckpoints()
@@ -239,6 +245,14 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	}
 	return st, nil
 }
+
+// OnThisHost reports whether the database works on this machine's cores:
+// always on SQLite (a library in this process), and on PostgreSQL when
+// every host of the URL (with its fallbacks) is a loopback address,
+// "localhost" or a Unix socket directory. Callers size their concurrency
+// by it: a database server on this host competes with this process for
+// the same cores (server.DefaultMaxRequestsInFlight).
+func (s *Store) OnThisHost() bool { return s.onThisHost }
 
 // createPrivate creates the SQLite database file with mode 0600 when it
 // does not exist yet. SQLite would create it with 0644 (less the umask),
