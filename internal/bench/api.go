@@ -43,6 +43,7 @@ const (
 type apiEnv struct {
 	engine  string
 	st      *sqlstore.Store // for the store floor rows (floor.go)
+	turns   int             // the server's --max-requests-in-flight
 	base    string
 	cookie  *http.Cookie
 	client  *http.Client
@@ -89,8 +90,8 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 
 	// The request turns as occ server sets them by default
 	// (--max-requests-in-flight).
-	srv := server.New(server.Options{Store: st, PublicOrigin: benchOrigin,
-		MaxRequestsInFlight: server.DefaultMaxRequestsInFlight(st.Engine(), st.OnThisHost(), config.DefaultDatabaseMaxConnections)})
+	turns := server.DefaultMaxRequestsInFlight(st.Engine(), st.OnThisHost(), config.DefaultDatabaseMaxConnections)
+	srv := server.New(server.Options{Store: st, PublicOrigin: benchOrigin, MaxRequestsInFlight: turns})
 	pw := filepath.Join(dir, "bootstrap-password")
 	if err := os.WriteFile(pw, []byte(benchPassword+"\n"), 0o600); err != nil {
 		return fail(err)
@@ -110,7 +111,7 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 		hs.Shutdown(sctx)
 	})
 	e := &apiEnv{
-		engine: engine, st: st, base: "http://" + ln.Addr().String(), bigNS: bigNS, agents: agents, seedDur: seedDur,
+		engine: engine, st: st, turns: turns, base: "http://" + ln.Addr().String(), bigNS: bigNS, agents: agents, seedDur: seedDur,
 		client: newClient(),
 	}
 	e.close = func() {

@@ -17,6 +17,8 @@ import (
 // loopback listener whose handlers make exactly the store calls that an
 // API row's request makes (the session lookup, then the operation's
 // read), on the same seeded store and pool, and write a 16-byte reply.
+// Its requests take turns as the API server's do (the same number,
+// server.DefaultMaxRequestsInFlight, a turn ending before the reply).
 // No OCC handler, authentication, authorization or JSON encoding runs,
 // so an API row against its floor row is what OCC adds to its database
 // reads, and the floor row against the baseline rows is what the reads
@@ -33,20 +35,27 @@ type floorEnv struct {
 // answering 500 if a store call fails (so a floor row never measures an
 // error), and "/select1", two `SELECT 1` statements on the same pool: the
 // round-trip floor, what two statements cost whatever they read.
-func openFloorEnv(st *sqlstore.Store, tokenHash []byte, bigNS string, middle *store.PageCursor) (*floorEnv, error) {
+func openFloorEnv(st *sqlstore.Store, tokenHash []byte, bigNS string, middle *store.PageCursor, turns int) (*floorEnv, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
+	// A Go channel serves its waiting senders in arrival order, as the
+	// API server's turns do.
+	slots := make(chan struct{}, max(1, turns))
 	handle := func(pattern string, read func(ctx context.Context, r *http.Request) error) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			ctx := r.Context()
-			if _, _, err := st.GetSessionAccess(ctx, tokenHash); err != nil {
-				http.Error(w, "session: "+err.Error(), http.StatusInternalServerError)
-				return
+			slots <- struct{}{}
+			_, _, err := st.GetSessionAccess(ctx, tokenHash)
+			if err != nil {
+				err = fmt.Errorf("session: %w", err)
+			} else {
+				err = read(ctx, r)
 			}
-			if err := read(ctx, r); err != nil {
+			<-slots
+			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
@@ -79,12 +88,16 @@ func openFloorEnv(st *sqlstore.Store, tokenHash []byte, bigNS string, middle *st
 		return err
 	})
 	mux.HandleFunc("GET /select1", func(w http.ResponseWriter, r *http.Request) {
-		for range 2 {
+		slots <- struct{}{}
+		var err error
+		for i := 0; i < 2 && err == nil; i++ {
 			var one int
-			if err := st.DB().QueryRowContext(r.Context(), "SELECT 1").Scan(&one); err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
+			err = st.DB().QueryRowContext(r.Context(), "SELECT 1").Scan(&one)
+		}
+		<-slots
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
 		}
 		w.Write([]byte(`{"x":"floor000"}`))
 	})
@@ -151,7 +164,7 @@ func (e *apiEnv) floorRows(ctx context.Context, lim Limits) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := openFloorEnv(e.st, hash, e.bigNS, mid)
+	f, err := openFloorEnv(e.st, hash, e.bigNS, mid, e.turns)
 	if err != nil {
 		return nil, err
 	}

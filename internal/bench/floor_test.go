@@ -48,7 +48,7 @@ func TestFloorRows(t *testing.T) {
 		t.Errorf("floor rows (-want +got):\n%s", diff)
 	}
 
-	f, err := openFloorEnv(e.st, make([]byte, 32), e.bigNS, nil)
+	f, err := openFloorEnv(e.st, make([]byte, 32), e.bigNS, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
