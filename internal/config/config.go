@@ -66,7 +66,8 @@ type Config struct {
 	// MaxRequestsInFlight bounds the API reads (GET and HEAD) this process
 	// works on at once; others wait their turn, first come first served
 	// (see docs/configuration.md). 0 means the default: twice GOMAXPROCS
-	// on SQLite, DatabaseMaxConnections on PostgreSQL.
+	// on SQLite and on a PostgreSQL server on this host (at most
+	// DatabaseMaxConnections), DatabaseMaxConnections on one elsewhere.
 	MaxRequestsInFlight int
 	// SignInAccount and SignInAddress are the sign-in throttle's limits
 	// per account (email as typed) and per client address; see
