@@ -91,7 +91,7 @@ var options = []option{
 	},
 	{
 		flag: "max-requests-in-flight", env: "OCC_MAX_REQUESTS_IN_FLIGHT", yaml: "maxRequestsInFlight", typ: "int",
-		def:   "2 × GOMAXPROCS on SQLite, --database-max-connections on PostgreSQL",
+		def:   "2 × GOMAXPROCS on SQLite and on a PostgreSQL server on this host (at most --database-max-connections), --database-max-connections on one elsewhere",
 		usage: "API reads (GET, HEAD) worked on at once; others wait their turn, first come first served; 0 means the default",
 		set:   func(c *Config, s string) error { return setInt(&c.MaxRequestsInFlight, s) },
 	},
