@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/telemetry"
 )
 
 // DefaultRequestQueueWait is how long a request waits for its turn
@@ -60,9 +61,10 @@ func DefaultMaxRequestsInFlight(engine string, databaseOnThisHost bool, database
 // stall the reads that SQLite serves alongside them. The probes never
 // reach it.
 type inflight struct {
-	slots  chan struct{}
-	wait   time.Duration
-	exempt *http.ServeMux
+	slots   chan struct{}
+	wait    time.Duration
+	exempt  *http.ServeMux
+	metrics *telemetry.Metrics // nil: none
 	// waiting counts the requests waiting for a turn, for tests.
 	waiting atomic.Int64
 }
@@ -75,15 +77,17 @@ var errBusy = errkind.WithRetryAfter(errkind.Unavailable, "The server is busy; t
 
 // newInflight returns the limiter for n turns (n <= 0: none, nil) and
 // wait (<= 0: DefaultRequestQueueWait), exempting the routes in exempt
-// (method and path patterns, as the mux has them).
-func newInflight(n int, wait time.Duration, exempt []string) *inflight {
+// (method and path patterns, as the mux has them), and records the turns,
+// the waiting requests and those that waited in vain in m (nil: nowhere).
+func newInflight(n int, wait time.Duration, exempt []string, m *telemetry.Metrics) *inflight {
+	m.RequestTurns(max(n, 0))
 	if n <= 0 {
 		return nil
 	}
 	if wait <= 0 {
 		wait = DefaultRequestQueueWait
 	}
-	l := &inflight{slots: make(chan struct{}, n), wait: wait, exempt: http.NewServeMux()}
+	l := &inflight{slots: make(chan struct{}, n), wait: wait, exempt: http.NewServeMux(), metrics: m}
 	for _, p := range exempt {
 		l.exempt.Handle(p, http.NotFoundHandler())
 	}
@@ -126,13 +130,18 @@ func (l *inflight) acquire(w http.ResponseWriter, r *http.Request) bool {
 	default:
 	}
 	l.waiting.Add(1)
-	defer l.waiting.Add(-1)
+	l.metrics.RequestWaiting(1)
+	defer func() {
+		l.waiting.Add(-1)
+		l.metrics.RequestWaiting(-1)
+	}()
 	t := time.NewTimer(l.wait)
 	defer t.Stop()
 	select {
 	case l.slots <- struct{}{}:
 		return true
 	case <-t.C:
+		l.metrics.RequestTurnTimedOut()
 		httpx.WriteError(w, r, errBusy)
 		return false
 	case <-r.Context().Done():

@@ -14,7 +14,29 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/store/sqlstore"
+	"github.com/openclaw/occ/internal/telemetry"
 )
+
+// gathered is the value of the unlabelled gauge or counter name in m's
+// registry.
+func gathered(t *testing.T, m *telemetry.Metrics, name string) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		if g := mf.GetMetric()[0].GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return mf.GetMetric()[0].GetCounter().GetValue()
+	}
+	t.Fatalf("registry has no single %s", name)
+	return 0
+}
 
 // gate is a handler that records the order requests reach it in and
 // holds each until released.
@@ -92,7 +114,8 @@ func arrive(t *testing.T, g *gate, want string) {
 
 func TestInflightTurnsInArrivalOrder(t *testing.T) {
 	g := newGate()
-	l := newInflight(2, time.Minute, nil)
+	m := telemetry.NewMetrics()
+	l := newInflight(2, time.Minute, nil, m)
 	h := l.wrap(g)
 	var dones []<-chan struct{}
 	for _, name := range []string{"a", "b"} {
@@ -111,6 +134,9 @@ func TestInflightTurnsInArrivalOrder(t *testing.T) {
 		t.Fatalf("request %q ran while both turns were held", name)
 	case <-time.After(50 * time.Millisecond):
 	}
+	if turns, waiting := gathered(t, m, telemetry.MetricHTTPTurns), gathered(t, m, telemetry.MetricHTTPWaiting); turns != 2 || waiting != 3 {
+		t.Errorf("metrics: %v turns, %v waiting; want 2, 3", turns, waiting)
+	}
 	for _, name := range []string{"c", "d", "e"} {
 		g.release <- struct{}{} // one request ends, the longest waiting starts
 		arrive(t, g, name)
@@ -125,11 +151,15 @@ func TestInflightTurnsInArrivalOrder(t *testing.T) {
 	if n := len(l.slots); n != 0 {
 		t.Errorf("%d turns still held after every request ended", n)
 	}
+	if waiting, timeouts := gathered(t, m, telemetry.MetricHTTPWaiting), gathered(t, m, telemetry.MetricHTTPTurnTimeouts); waiting != 0 || timeouts != 0 {
+		t.Errorf("metrics after: %v waiting, %v timed out; want 0, 0", waiting, timeouts)
+	}
 }
 
 func TestInflightWaitRunsOut(t *testing.T) {
 	g := newGate()
-	l := newInflight(1, 20*time.Millisecond, nil)
+	m := telemetry.NewMetrics()
+	l := newInflight(1, 20*time.Millisecond, nil, m)
 	h := l.wrap(g)
 	_, done := serve(h, get("holder"))
 	arrive(t, g, "holder")
@@ -157,11 +187,14 @@ func TestInflightWaitRunsOut(t *testing.T) {
 	if got := g.order(); len(got) != 1 {
 		t.Errorf("handler saw %v, want only the holder", got)
 	}
+	if waiting, timeouts := gathered(t, m, telemetry.MetricHTTPWaiting), gathered(t, m, telemetry.MetricHTTPTurnTimeouts); waiting != 0 || timeouts != 1 {
+		t.Errorf("metrics: %v waiting, %v timed out; want 0, 1", waiting, timeouts)
+	}
 }
 
 func TestInflightClientGoneWhileWaiting(t *testing.T) {
 	g := newGate()
-	l := newInflight(1, time.Minute, nil)
+	l := newInflight(1, time.Minute, nil, nil)
 	h := l.wrap(g)
 	_, done := serve(h, get("holder"))
 	arrive(t, g, "holder")
@@ -187,7 +220,7 @@ func TestInflightClientGoneWhileWaiting(t *testing.T) {
 func TestInflightTurnEndsAtTheReply(t *testing.T) {
 	g := newGate()
 	g.writeFirst = true
-	l := newInflight(1, time.Minute, nil)
+	l := newInflight(1, time.Minute, nil, nil)
 	h := l.wrap(g)
 	_, first := serve(h, get("first"))
 	arrive(t, g, "first") // it has started its reply and now waits
@@ -214,7 +247,7 @@ func TestInflightFlushAndHijackEndTheTurn(t *testing.T) {
 		{"hijack", func(w http.ResponseWriter) { _, _, _ = w.(http.Hijacker).Hijack() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newInflight(1, 2*time.Second, nil) // a held turn: 503 after 2 s
+			l := newInflight(1, 2*time.Second, nil, nil) // a held turn: 503 after 2 s
 			started, release := make(chan struct{}), make(chan struct{})
 			_, done := serve(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				tc.start(w)
@@ -239,7 +272,7 @@ func TestInflightFlushAndHijackEndTheTurn(t *testing.T) {
 func TestInflightUncounted(t *testing.T) {
 	g := newGate()
 	file := "GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}"
-	l := newInflight(1, time.Minute, []string{file})
+	l := newInflight(1, time.Minute, []string{file}, nil)
 	h := l.wrap(g)
 	_, holder := serve(h, get("holder"))
 	arrive(t, g, "holder")
@@ -268,15 +301,19 @@ func TestInflightUncounted(t *testing.T) {
 }
 
 func TestInflightNone(t *testing.T) {
-	if l := newInflight(0, 0, nil); l != nil {
+	m := telemetry.NewMetrics()
+	if l := newInflight(0, 0, nil, m); l != nil {
 		t.Fatalf("newInflight(0) = %v, want nil", l)
+	}
+	if turns := gathered(t, m, telemetry.MetricHTTPTurns); turns != 0 {
+		t.Errorf("metrics: %v turns with none, want 0", turns)
 	}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	var l *inflight
 	if got := l.wrap(next); got == nil {
 		t.Fatal("a nil inflight's wrap returned nil")
 	}
-	if l := newInflight(3, 0, nil); l.wait != DefaultRequestQueueWait || cap(l.slots) != 3 {
+	if l := newInflight(3, 0, nil, nil); l.wait != DefaultRequestQueueWait || cap(l.slots) != 3 {
 		t.Errorf("newInflight(3, 0) = wait %v, %d turns; want %v, 3", l.wait, cap(l.slots), DefaultRequestQueueWait)
 	}
 }

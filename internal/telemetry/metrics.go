@@ -19,6 +19,9 @@ const (
 	MetricHTTPRequests       = "occ_http_requests_total"
 	MetricHTTPDuration       = "occ_http_request_duration_seconds"
 	MetricHTTPInFlight       = "occ_http_requests_in_flight"
+	MetricHTTPTurns          = "occ_http_request_turns"
+	MetricHTTPWaiting        = "occ_http_requests_waiting"
+	MetricHTTPTurnTimeouts   = "occ_http_request_turn_timeouts_total"
 	MetricGatewayOps         = "occ_gateway_operations_total"
 	MetricGatewayDuration    = "occ_gateway_operation_duration_seconds"
 	MetricWorkerClaims       = "occ_worker_claims_total"
@@ -48,6 +51,9 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec   // route, method, code
 	httpDuration *prometheus.HistogramVec // route, method
 	httpInFlight prometheus.Gauge
+	turns        prometheus.Gauge
+	waiting      prometheus.Gauge
+	turnTimeouts prometheus.Counter
 
 	gwOps      *prometheus.CounterVec   // operation, transport, outcome
 	gwDuration *prometheus.HistogramVec // operation, transport
@@ -85,6 +91,12 @@ func NewMetrics() *Metrics {
 			[]string{"route", "method"}),
 		httpInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricHTTPInFlight,
 			Help: "API requests being served now."}),
+		turns: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricHTTPTurns,
+			Help: "API reads (GET, HEAD) this process works on at once (--max-requests-in-flight); 0: no limit."}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricHTTPWaiting,
+			Help: "API reads waiting for a turn, first come first served."}),
+		turnTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricHTTPTurnTimeouts,
+			Help: "API reads answered 503 after waiting the whole queue wait (5 s) for a turn."}),
 		gwOps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricGatewayOps,
 			Help: "Native gateway operations (workspace file get/set) by operation, transport (direct, routed) and outcome (ok, unavailable, conflict, outcome_unknown)."},
 			[]string{"operation", "transport", "outcome"}),
@@ -121,7 +133,7 @@ func NewMetrics() *Metrics {
 			Help: "Audit events the store refused to write, by event kind. A mutation whose audit write fails is not committed; a denial's is only logged."},
 			[]string{"kind"}),
 	}
-	reg.MustRegister(m.httpRequests, m.httpDuration, m.httpInFlight, m.gwOps, m.gwDuration,
+	reg.MustRegister(m.httpRequests, m.httpDuration, m.httpInFlight, m.turns, m.waiting, m.turnTimeouts, m.gwOps, m.gwDuration,
 		m.claims, m.leaseLosses, m.retries, m.finished, m.deployments, m.driverCalls, m.queueErrors,
 		m.loops, m.loopsBusy, m.notices,
 		m.auditFailures,
@@ -196,6 +208,29 @@ func (m *Metrics) Handler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// RequestTurns records the number of turns API reads get (0: none).
+func (m *Metrics) RequestTurns(n int) {
+	if m != nil {
+		m.turns.Set(float64(n))
+	}
+}
+
+// RequestWaiting records that a read started (+1) or stopped (-1)
+// waiting for a turn.
+func (m *Metrics) RequestWaiting(delta int) {
+	if m != nil {
+		m.waiting.Add(float64(delta))
+	}
+}
+
+// RequestTurnTimedOut records a read answered 503 after waiting for a
+// turn.
+func (m *Metrics) RequestTurnTimedOut() {
+	if m != nil {
+		m.turnTimeouts.Inc()
+	}
 }
 
 // GatewayOperation implements agentgw.Observer.
