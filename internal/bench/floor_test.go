@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/openclaw/occ/internal/store/sqlstore"
 )
 
