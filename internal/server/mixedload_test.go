@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -118,6 +119,14 @@ func runMixedLoad(t *testing.T, st *sqlstore.Store, target agentgw.Target, dur t
 	filesPath := agentsPath + "/" + filesAgent + "/workspace/files/"
 
 	// Every hash a file can hold: its content now, and every write's.
+	// Each write's content is unique to this run: the runs on both
+	// engines write the same gateway's files, so without the run's own
+	// word a client of the second run could write the content that the
+	// first run left (the same client and request number), the file
+	// would hold a hash it held before, and a later write from that hash
+	// would rightly succeed and look like a lost update (it did once, on
+	// 5 December).
+	run := rand.Text()
 	var mu sync.Mutex
 	writers := map[string]string{} // hash -> who wrote it
 	var writes []mixedWrite
@@ -168,9 +177,12 @@ func runMixedLoad(t *testing.T, st *sqlstore.Store, target agentgw.Target, dur t
 						read(f)
 						continue
 					}
-					content := fmt.Sprintf("written by client %d, request %d\n", c, i)
+					content := fmt.Sprintf("written by client %d, request %d of run %s\n", c, i, run)
 					w := mixedWrite{client: c, seq: i, file: f, ifMatch: seen[f], hash: digest.Of(content), start: time.Now()}
 					mu.Lock()
+					if prev, dup := writers[w.hash]; dup {
+						t.Errorf("client %d request %d writes the content %s wrote: the lost-update check needs unique content", c, i, prev)
+					}
 					writers[w.hash] = fmt.Sprintf("client %d request %d", c, i)
 					mu.Unlock()
 					r := ss.time("file CAS write", func() reply {
