@@ -75,7 +75,14 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent, setup *store.Wor
 	})
 }
 
+// GetAgent reads one Agent, through the read cache (readcache.go).
 func (s *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
+	return cachedRead(ctx, s, "get agent", cacheKey("agent", namespaceID, id),
+		func(a store.Agent) store.Agent { return a },
+		func() (store.Agent, error) { return s.getAgent(ctx, namespaceID, id) })
+}
+
+func (s *Store) getAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
 	a, err := scanAgent(s.queryRow(ctx, `SELECT `+agentColumns+` FROM agents WHERE namespace_id = ? AND id = ?`, namespaceID, id))
 	return a, s.getErr("get agent", "agent", err)
 }
@@ -128,7 +135,13 @@ func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id
 // expression must stay the packed form of this select list (sqlite
 // migration 00006). The rows' namespace_id is the one asked for, so it is
 // not read back.
+// It reads through the read cache (readcache.go).
 func (s *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
+	return cachedRead(ctx, s, "list agents", cacheKey(append([]string{"agents", namespaceID}, pageKey(p)...)...), clonePage[store.Agent],
+		func() (store.Page[store.Agent], error) { return s.listAgents(ctx, namespaceID, p) })
+}
+
+func (s *Store) listAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
 	dest := func(a *store.Agent) []any {
 		return []any{&a.ID, &a.Name, &a.ConfigurationID, (*string)(&a.Status), (*string)(&a.DesiredRuntimeState),
 			optStringCol{&a.ActiveRevisionID}, optStringCol{&a.DeletionRequestedBy}, timeCol{&a.CreatedAt}, timeCol{&a.UpdatedAt}}

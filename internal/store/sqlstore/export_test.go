@@ -78,3 +78,7 @@ func CommitCheckpointsForTest(ctx context.Context, s *Store) error {
 	_, err := s.db.ExecContext(ctx, `PRAGMA wal_autocheckpoint(1000)`)
 	return err
 }
+
+// SnapshotQueryForTest is the read cache's snapshot query (readcache.go),
+// which the query-plan test leaves out: it reads no table.
+const SnapshotQueryForTest = snapshotQuery

@@ -189,7 +189,27 @@ func (s *Store) ListAccess(ctx context.Context, subjectID string) (store.Access,
 // docs/performance.md). The statement has no ORDER BY: the grants and
 // restrictions are put in ListAccess's order, (created_at, id), here,
 // which also spares SQLite a sorter.
+//
+// It reads through the read cache (readcache.go): a session revoked or
+// expired, or a grant removed, is a committed write, after which no
+// cached result is served.
 func (s *Store) GetSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
+	r, err := cachedRead(ctx, s, "get session access", cacheKey("session", string(tokenHash)),
+		func(r sessionAccess) sessionAccess {
+			return sessionAccess{session: r.session, access: cloneAccess(r.access)}
+		},
+		func() (sessionAccess, error) {
+			se, acc, err := s.getSessionAccess(ctx, tokenHash)
+			return sessionAccess{session: se, access: acc}, err
+		})
+	if err != nil {
+		return store.Session{}, store.Access{}, err
+	}
+	r.session.TokenHash = tokenHash
+	return r.session, r.access, nil
+}
+
+func (s *Store) getSessionAccess(ctx context.Context, tokenHash []byte) (store.Session, store.Access, error) {
 	const op = "get session access"
 	rs, err := listOrdered(ctx, s, op, scanSessionAccessRow,
 		func(sessionAccessRow, sessionAccessRow) bool { return true }, 8,

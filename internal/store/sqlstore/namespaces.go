@@ -44,7 +44,13 @@ func (s *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 // PostgreSQL by the index namespaces_created_idx; on SQLite read packed
 // from the covering index namespaces_page_idx alone, whose expression must
 // stay the packed form of namespaceColumns (sqlite migration 00006).
+// It reads through the read cache (readcache.go).
 func (s *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
+	return cachedRead(ctx, s, "list namespaces", cacheKey(append([]string{"namespaces"}, pageKey(p)...)...), clonePage[store.Namespace],
+		func() (store.Page[store.Namespace], error) { return s.listNamespaces(ctx, p) })
+}
+
+func (s *Store) listNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
 	return listPage(ctx, s, "list namespaces", into(namespaceDest),
 		func(n store.Namespace) store.PageCursor { return store.PageCursor{CreatedAt: n.CreatedAt, ID: n.ID} },
 		`SELECT `+packedIndexed(namespaceColumns)+` FROM namespaces`, "WHERE", p)

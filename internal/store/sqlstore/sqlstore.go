@@ -59,6 +59,9 @@ type Store struct {
 	// copy whose transaction queued work, which is told after its commit.
 	queued   *workHooks
 	enqueued *bool
+	// reads is the read cache (readcache.go): PostgreSQL only, nil on
+	// SQLite, when turned off, and on a transaction-bound copy.
+	reads *readCache
 	// checkpoints is the SQLite checkpoint goroutine (checkpoint.go),
 	// started by Open and stopped by Close; nil on PostgreSQL.
 	checkpoints *checkpointer
@@ -242,6 +245,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		st.startCheckpoints()
 	} else {
 		st.appends = make(writeGate, 1)
+		st.SetReadCacheItems(DefaultReadCacheItems)
 	}
 	return st, nil
 }

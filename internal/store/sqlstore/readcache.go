@@ -1,0 +1,285 @@
+package sqlstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openclaw/occ/internal/store"
+)
+
+// The read cache (PostgreSQL only) keeps the results of the reads every
+// API request makes (the session lookup, one Agent, the pages of Agents,
+// Namespaces and audit events) and serves one again only while the
+// database is provably in the state it was read in: each cached read
+// first asks the server for its current snapshot, one round trip of a few
+// bytes, and a result is reused only when that snapshot is the one it was
+// read under. A snapshot (pg_current_snapshot(): xmin, xmax and the
+// transactions in progress) changes whenever any transaction in the
+// cluster commits or aborts, in this process or any other, and never
+// returns to an earlier value, so an unchanged snapshot means nothing has
+// been committed since: the cached result is exactly what the query would
+// return now. There is no window in which a write made elsewhere (another
+// replica, psql) is not yet seen, and no invalidation message to lose.
+// The postmaster's start time is part of the key, so a restarted or
+// different server (a restore, a failover) never matches an entry read
+// from the one before.
+//
+// Failure semantics: the snapshot query failing fails the read, as the
+// read itself failing would (nothing is served unchecked). Errors are not
+// cached. Inside a transaction the cache is bypassed: the transaction sees
+// its own writes, which no snapshot of other sessions shows.
+//
+// It pays off when reads outnumber writes, as on the API: any write
+// anywhere (a session's last use recorded once a minute, the worker's
+// lease renewals, an audit event) starts a new snapshot and empties it.
+// A result read under a newer snapshot replaces the whole cache, so
+// entries that can never match again do not linger; the cache holds at
+// most maxItems items (Agents, events, grants) and starts over when full.
+type readCache struct {
+	mu       sync.Mutex
+	snap     pgSnapshot
+	entries  map[string]any
+	items    int
+	maxItems int
+
+	hits, misses atomic.Uint64
+}
+
+// DefaultReadCacheItems is the read cache's default size, in items (an
+// Agent, a Namespace, an audit event, a grant): about 300 bytes each, so
+// about 6 MB when full.
+const DefaultReadCacheItems = 20000
+
+// ReadCacheStats are the read cache's lookups since the store opened:
+// Hits were served from it, Misses read from the database (the snapshot
+// had changed, or the result was not cached yet).
+type ReadCacheStats struct {
+	Hits, Misses uint64
+}
+
+// SetReadCacheItems sizes the read cache (PostgreSQL only): at most n
+// items, 0 to turn it off. Call it once at start, before the store is
+// used concurrently. On SQLite it does nothing: the database is a library
+// in this process and its reads cost little more than a cache lookup.
+func (s *Store) SetReadCacheItems(n int) {
+	if s.d.engine() != EnginePostgres || n <= 0 {
+		s.reads = nil
+		return
+	}
+	s.reads = &readCache{entries: map[string]any{}, maxItems: n}
+}
+
+// ReadCacheStats returns the read cache's counts, and false when the store
+// has no read cache (SQLite, or turned off).
+func (s *Store) ReadCacheStats() (ReadCacheStats, bool) {
+	if s.reads == nil {
+		return ReadCacheStats{}, false
+	}
+	return ReadCacheStats{Hits: s.reads.hits.Load(), Misses: s.reads.misses.Load()}, true
+}
+
+// pgSnapshot is a server's snapshot as pg_current_snapshot() prints it,
+// with the server's start time: "xmin:xmax:xip,...@start".
+type pgSnapshot struct {
+	text       string
+	start      string
+	xmin, xmax uint64
+	inProgress int
+}
+
+// parsePGSnapshot parses snapshotQuery's result; ok is false for anything
+// else, and such a snapshot is never cached under.
+func parsePGSnapshot(text string) (pgSnapshot, bool) {
+	snap, start, ok := strings.Cut(text, "@")
+	if !ok || start == "" {
+		return pgSnapshot{}, false
+	}
+	parts := strings.SplitN(snap, ":", 3)
+	if len(parts) != 3 {
+		return pgSnapshot{}, false
+	}
+	xmin, err1 := strconv.ParseUint(parts[0], 10, 64)
+	xmax, err2 := strconv.ParseUint(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || xmin > xmax {
+		return pgSnapshot{}, false
+	}
+	n := 0
+	if parts[2] != "" {
+		n = strings.Count(parts[2], ",") + 1
+	}
+	return pgSnapshot{text: text, start: start, xmin: xmin, xmax: xmax, inProgress: n}, true
+}
+
+// newerThan reports whether p was taken after q on the same server: xmax
+// (one past the newest completed transaction) and xmin never go back, and
+// while both stay the same, transactions only leave the in-progress list.
+// A snapshot of another server start is newer: the old one's entries can
+// never match again.
+func (p pgSnapshot) newerThan(q pgSnapshot) bool {
+	switch {
+	case q.text == "":
+		return true
+	case p.start != q.start:
+		return true
+	case p.xmax != q.xmax:
+		return p.xmax > q.xmax
+	case p.xmin != q.xmin:
+		return p.xmin > q.xmin
+	}
+	return p.inProgress < q.inProgress
+}
+
+// snapshotQuery reads the current snapshot; see readCache.
+const snapshotQuery = `SELECT pg_current_snapshot()::text || '@' || pg_postmaster_start_time()::text`
+
+func (c *readCache) get(snap pgSnapshot, key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if snap.text == c.snap.text {
+		if v, ok := c.entries[key]; ok {
+			c.hits.Add(1)
+			return v, true
+		}
+	}
+	c.misses.Add(1)
+	return nil, false
+}
+
+// put caches v, read under snap (or a later snapshot: see cachedRead).
+func (c *readCache) put(snap pgSnapshot, key string, v any, items int) {
+	items = max(items, 1)
+	if items > c.maxItems {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case snap.text == c.snap.text:
+	case snap.newerThan(c.snap):
+		c.snap = snap
+		clear(c.entries)
+		c.items = 0
+	default:
+		return // read under an older snapshot than the cache's
+	}
+	if old, ok := c.entries[key]; ok {
+		c.items -= itemCount(old)
+	}
+	if c.items+items > c.maxItems {
+		clear(c.entries)
+		c.items = 0
+	}
+	c.entries[key] = v
+	c.items += items
+}
+
+// cachedRead returns read's result, from the read cache when the
+// database's snapshot is the one it was cached under. The result read on
+// a miss is cached under the snapshot taken before the read: if the read
+// saw a later state, some transaction completed in between, so that
+// snapshot never comes again and the entry is never served. clone copies
+// a result so that no caller shares (and can change) the cached one.
+func cachedRead[T any](ctx context.Context, s *Store, op, key string, clone func(T) T, read func() (T, error)) (T, error) {
+	c := s.reads
+	if c == nil || s.tx != nil {
+		return read()
+	}
+	var zero T
+	var text string
+	if err := s.queryRow(ctx, snapshotQuery).Scan(&text); err != nil {
+		return zero, s.dbErr(op, err)
+	}
+	snap, ok := parsePGSnapshot(text)
+	if !ok {
+		return read()
+	}
+	if v, ok := c.get(snap, key); ok {
+		return clone(v.(T)), nil
+	}
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	c.put(snap, key, clone(v), itemCount(v))
+	return v, nil
+}
+
+// itemCount is an entry's size in items, for maxItems.
+func itemCount(v any) int {
+	switch v := v.(type) {
+	case store.Page[store.Agent]:
+		return len(v.Items)
+	case store.Page[store.Namespace]:
+		return len(v.Items)
+	case []store.AuditEvent:
+		return len(v)
+	case sessionAccess:
+		return 1 + len(v.access.Grants) + len(v.access.Restrictions)
+	}
+	return 1
+}
+
+// sessionAccess is GetSessionAccess's result, as cached.
+type sessionAccess struct {
+	session store.Session
+	access  store.Access
+}
+
+func cloneAccess(a store.Access) store.Access {
+	out := store.Access{Grants: slices.Clone(a.Grants), Restrictions: slices.Clone(a.Restrictions)}
+	for i := range out.Grants {
+		out.Grants[i].Permissions = slices.Clone(out.Grants[i].Permissions)
+	}
+	return out
+}
+
+func clonePage[T any](p store.Page[T]) store.Page[T] {
+	out := store.Page[T]{Items: slices.Clone(p.Items)}
+	if p.Next != nil {
+		next := *p.Next
+		out.Next = &next
+	}
+	return out
+}
+
+func cloneAuditEvents(events []store.AuditEvent) []store.AuditEvent {
+	out := slices.Clone(events)
+	for i := range out {
+		out[i].Details = maps.Clone(out[i].Details)
+	}
+	return out
+}
+
+// cacheKey joins a read's name and arguments into its cache key, each
+// part prefixed with its length, so that no two different argument lists
+// (whatever bytes they hold) make the same key.
+func cacheKey(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(strconv.Itoa(len(p)))
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func pageKey(p store.PageRequest) []string {
+	if p.After == nil {
+		return []string{strconv.Itoa(p.Limit)}
+	}
+	return []string{strconv.Itoa(p.Limit), timeKey(p.After.CreatedAt), p.After.ID}
+}
+
+// timeKey is t to the nanosecond; the zero time (no bound) is "".
+func timeKey(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixNano(), 10)
+}
