@@ -280,7 +280,25 @@ func scanSessionAccessRow(row rowScanner) (sessionAccessRow, error) {
 // with the principal's columns in the last four) and the principal's
 // grants and restrictions as ListAccess reads them, found from the key.
 // No key (or no principal) is no row at all, so NotFound.
+//
+// It reads through the read cache (readcache.go), as GetSessionAccess
+// does.
 func (s *Store) GetAPIKeyAccess(ctx context.Context, id string) (store.APIKey, store.ServicePrincipal, store.Access, error) {
+	r, err := cachedRead(ctx, s, "get api key access", cacheKey("apikey", id),
+		func(r apiKeyAccess) apiKeyAccess {
+			r.key.SecretHash = slices.Clone(r.key.SecretHash)
+			r.key.RevokedAt, r.key.LastUsedAt = cloneTime(r.key.RevokedAt), cloneTime(r.key.LastUsedAt)
+			r.access = cloneAccess(r.access)
+			return r
+		},
+		func() (apiKeyAccess, error) {
+			k, sp, acc, err := s.getAPIKeyAccess(ctx, id)
+			return apiKeyAccess{key: k, principal: sp, access: acc}, err
+		})
+	return r.key, r.principal, r.access, err
+}
+
+func (s *Store) getAPIKeyAccess(ctx context.Context, id string) (store.APIKey, store.ServicePrincipal, store.Access, error) {
 	fail := func(err error) (store.APIKey, store.ServicePrincipal, store.Access, error) {
 		return store.APIKey{}, store.ServicePrincipal{}, store.Access{}, err
 	}

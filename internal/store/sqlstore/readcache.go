@@ -221,6 +221,8 @@ func itemCount(v any) int {
 		return len(v)
 	case sessionAccess:
 		return 1 + len(v.access.Grants) + len(v.access.Restrictions)
+	case apiKeyAccess:
+		return 1 + len(v.access.Grants) + len(v.access.Restrictions)
 	}
 	return 1
 }
@@ -229,6 +231,21 @@ func itemCount(v any) int {
 type sessionAccess struct {
 	session store.Session
 	access  store.Access
+}
+
+// apiKeyAccess is GetAPIKeyAccess's result, as cached.
+type apiKeyAccess struct {
+	key       store.APIKey
+	principal store.ServicePrincipal
+	access    store.Access
+}
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
 }
 
 func cloneAccess(a store.Access) store.Access {

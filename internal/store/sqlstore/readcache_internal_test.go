@@ -1,0 +1,129 @@
+package sqlstore
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/openclaw/occ/internal/store"
+)
+
+func TestParsePGSnapshot(t *testing.T) {
+	tests := []struct {
+		text string
+		want pgSnapshot
+		ok   bool
+	}{
+		{"750:750:@2026-12-05 07:00:00+00", pgSnapshot{start: "2026-12-05 07:00:00+00", xmin: 750, xmax: 750}, true},
+		{"748:752:748,750@s", pgSnapshot{start: "s", xmin: 748, xmax: 752, inProgress: 2}, true},
+		{"748:752:748@s", pgSnapshot{start: "s", xmin: 748, xmax: 752, inProgress: 1}, true},
+		{"750:750:", pgSnapshot{}, false},                  // no start time
+		{"750:750:@", pgSnapshot{}, false},                 // empty start time
+		{"750:750@s", pgSnapshot{}, false},                 // two fields
+		{"751:750:@s", pgSnapshot{}, false},                // xmin past xmax
+		{"x:750:@s", pgSnapshot{}, false},                  // not a number
+		{"-1:750:@s", pgSnapshot{}, false},                 // negative
+		{"", pgSnapshot{}, false},                          // nothing
+		{"1:18446744073709551616:@s", pgSnapshot{}, false}, // past uint64
+	}
+	for _, tt := range tests {
+		got, ok := parsePGSnapshot(tt.text)
+		if ok != tt.ok {
+			t.Errorf("parsePGSnapshot(%q) ok = %v, want %v", tt.text, ok, tt.ok)
+			continue
+		}
+		if ok {
+			tt.want.text = tt.text
+		}
+		if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(pgSnapshot{})); diff != "" {
+			t.Errorf("parsePGSnapshot(%q) (-want +got):\n%s", tt.text, diff)
+		}
+	}
+}
+
+func TestSnapshotNewerThan(t *testing.T) {
+	snap := func(text string) pgSnapshot {
+		t.Helper()
+		p, ok := parsePGSnapshot(text)
+		if !ok {
+			t.Fatalf("bad test snapshot %q", text)
+		}
+		return p
+	}
+	tests := []struct {
+		p, q string
+		want bool
+	}{
+		{"10:12:10,11@a", "10:12:10,11@a", false}, // the same
+		{"10:13:10,11@a", "10:12:10,11@a", true},  // a transaction completed
+		{"10:12:10,11@a", "10:13:10,11@a", false},
+		{"11:12:11@a", "10:12:10,11@a", true}, // the oldest completed
+		{"10:12:10@a", "10:12:10,11@a", true}, // one left the in-progress list
+		{"10:12:10,11@a", "10:12:10@a", false},
+		{"1:1:@b", "10:12:10,11@a", true}, // another server start
+	}
+	for _, tt := range tests {
+		if got := snap(tt.p).newerThan(snap(tt.q)); got != tt.want {
+			t.Errorf("%q newerThan %q = %v, want %v", tt.p, tt.q, got, tt.want)
+		}
+	}
+	if !snap("1:1:@a").newerThan(pgSnapshot{}) {
+		t.Error("a snapshot is not newer than an empty cache's")
+	}
+}
+
+// TestReadCachePut: an entry is served only under its own snapshot; a
+// newer snapshot's entry empties the cache, an older one's is dropped; the
+// cache never holds more than maxItems items.
+func TestReadCachePut(t *testing.T) {
+	s1, _ := parsePGSnapshot("10:12:10,11@a")
+	s2, _ := parsePGSnapshot("10:13:10,11@a")
+	page := func(n int) store.Page[store.Agent] { return store.Page[store.Agent]{Items: make([]store.Agent, n)} }
+	c := &readCache{entries: map[string]any{}, maxItems: 10}
+	c.put(s1, "a", page(4), 4)
+	if _, ok := c.get(s1, "a"); !ok {
+		t.Fatal("an entry is not served under its own snapshot")
+	}
+	if _, ok := c.get(s2, "a"); ok {
+		t.Fatal("an entry is served under another snapshot")
+	}
+	c.put(s2, "b", page(2), 2)
+	if _, ok := c.get(s2, "a"); ok || len(c.entries) != 1 || c.items != 2 {
+		t.Fatalf("a newer snapshot's entry left the older entries: %d entries, %d items", len(c.entries), c.items)
+	}
+	c.put(s1, "c", page(1), 1)
+	if _, ok := c.get(s1, "c"); ok {
+		t.Fatal("an entry read under an older snapshot was cached")
+	}
+	c.put(s2, "b", page(5), 5) // replaces b: 5 items, not 7
+	if c.items != 5 {
+		t.Fatalf("replacing an entry counts %d items, want 5", c.items)
+	}
+	c.put(s2, "d", page(5), 5) // at the limit: kept
+	if c.items != 10 || len(c.entries) != 2 {
+		t.Fatalf("at the limit: %d entries, %d items; want 2 and 10", len(c.entries), c.items)
+	}
+	c.put(s2, "e", page(1), 1) // past it: the cache starts over
+	if c.items != 1 || len(c.entries) != 1 {
+		t.Fatalf("past the limit: %d entries, %d items; want 1 and 1", len(c.entries), c.items)
+	}
+	c.put(s2, "f", page(11), 11) // bigger than the whole cache: not kept
+	if _, ok := c.get(s2, "f"); ok || c.items != 1 {
+		t.Fatalf("an entry bigger than the cache was kept (%d items)", c.items)
+	}
+	if st := (ReadCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}); st != (ReadCacheStats{Hits: 1, Misses: 4}) {
+		t.Errorf("stats = %+v, want 1 hit and 4 misses", st)
+	}
+}
+
+// FuzzCacheKey: two different argument lists never make the same key.
+func FuzzCacheKey(f *testing.F) {
+	f.Add("a", "b", "ab", "")
+	f.Add("1:a", "", "1", ":a")
+	f.Add("agent", "ns\x00id", "agent\x00ns", "id")
+	f.Fuzz(func(t *testing.T, a, b, c, d string) {
+		if cacheKey(a, b) == cacheKey(c, d) && (a != c || b != d) {
+			t.Fatalf("cacheKey(%q, %q) == cacheKey(%q, %q)", a, b, c, d)
+		}
+	})
+}
