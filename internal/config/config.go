@@ -45,6 +45,12 @@ type Config struct {
 	// max_connections (100 by default), and on SQLite each connection keeps
 	// its own page cache.
 	DatabaseMaxConnections int
+	// DatabaseReadCacheItems sizes the PostgreSQL read cache (sqlstore's
+	// readcache.go), in items (an Agent, a Namespace, an audit event, a
+	// grant); 0 turns it off. A cached result is served only while the
+	// database's snapshot is unchanged, so it is never stale. SQLite has
+	// none.
+	DatabaseReadCacheItems int
 	// PublicOrigin is the scheme://host[:port] that browsers use to reach
 	// OCC. Session-cookie requests must carry exactly this Origin, so it
 	// has no path and no trailing slash. Load derives it from Listen when
@@ -222,6 +228,10 @@ const (
 	// max_connections of 100; MaxDatabaseMaxConnections is a sanity bound.
 	DefaultDatabaseMaxConnections = 20
 	MaxDatabaseMaxConnections     = 1000
+	// DefaultDatabaseReadCacheItems mirrors sqlstore.DefaultReadCacheItems
+	// (about 6 MB when full); MaxDatabaseReadCacheItems is a sanity bound.
+	DefaultDatabaseReadCacheItems = 20_000
+	MaxDatabaseReadCacheItems     = 1_000_000
 	// DefaultWorkerConcurrency lets a slow driver call (a stop waiting
 	// for its process, an image pull) hold up at most one of four loops.
 	// MaxWorkerConcurrency is a sanity bound. A loop holds a database
@@ -259,6 +269,7 @@ func defaults() Config {
 		Listen:                 DefaultListen,
 		SessionTTL:             DefaultSessionTTL,
 		DatabaseMaxConnections: DefaultDatabaseMaxConnections,
+		DatabaseReadCacheItems: DefaultDatabaseReadCacheItems,
 		SessionIdleTimeout:     DefaultSessionIdleTimeout,
 		SignInAccount:          DefaultSignInAccount,
 		SignInAddress:          DefaultSignInAddress,
@@ -331,6 +342,9 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	}
 	if c.WorkerConcurrency < 1 || c.WorkerConcurrency > MaxWorkerConcurrency {
 		add(fmt.Errorf("worker concurrency must be between 1 and %d, got %d", MaxWorkerConcurrency, c.WorkerConcurrency))
+	}
+	if c.DatabaseReadCacheItems < 0 || c.DatabaseReadCacheItems > MaxDatabaseReadCacheItems {
+		add(fmt.Errorf("database read cache items must be between 0 (off) and %d, got %d", MaxDatabaseReadCacheItems, c.DatabaseReadCacheItems))
 	}
 	if c.MaxRequestsInFlight < 0 || c.MaxRequestsInFlight > MaxMaxRequestsInFlight {
 		add(fmt.Errorf("max requests in flight must be between 0 (default) and %d, got %d", MaxMaxRequestsInFlight, c.MaxRequestsInFlight))
@@ -516,6 +530,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("sessionTTL", c.SessionTTL),
 		slog.Duration("sessionIdleTimeout", c.SessionIdleTimeout),
 		slog.Int("databaseMaxConnections", c.DatabaseMaxConnections),
+		slog.Int("databaseReadCacheItems", c.DatabaseReadCacheItems),
 		slog.Int("passwordHashConcurrency", c.PasswordHashConcurrency),
 		slog.Int("maxRequestsInFlight", c.MaxRequestsInFlight),
 		slog.Any("signInAccount", c.SignInAccount),

@@ -53,6 +53,7 @@ dataDir: /var/lib/occ
 listen: 0.0.0.0:9090
 databaseURL: postgres://occ@db.internal:5432/occ
 databaseMaxConnections: 30
+databaseReadCacheItems: 500
 publicOrigin: https://occ.example.com
 trustedProxies: [10.0.0.0/8, "fd00::/8"]
 sessionTTL: 8h
@@ -99,6 +100,7 @@ func fullFileConfig() Config {
 		Listen:                  "0.0.0.0:9090",
 		DatabaseURL:             "postgres://occ@db.internal:5432/occ",
 		DatabaseMaxConnections:  30,
+		DatabaseReadCacheItems:  500,
 		PublicOrigin:            "https://occ.example.com",
 		TrustedProxies:          []string{"10.0.0.0/8", "fd00::/8"},
 		SessionTTL:              8 * time.Hour,
@@ -320,6 +322,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"password-hash-concurrency":     "3",
 		"max-requests-in-flight":        "12",
 		"database-max-connections":      "7",
+		"database-read-cache-items":     "0",
 		"worker-concurrency":            "9",
 		"sign-in-account-free-failures": "5",
 		"sign-in-account-lock-failures": "12",
@@ -400,7 +403,7 @@ func quoteYAML(flag, v string) string {
 	switch flag {
 	case "trusted-proxies":
 		return "[" + v + "]"
-	case "embedded-worker", "worker-concurrency", "password-hash-concurrency", "max-requests-in-flight", "database-max-connections", "gateway-pool", "gateway-pool-max-connections",
+	case "embedded-worker", "worker-concurrency", "password-hash-concurrency", "max-requests-in-flight", "database-max-connections", "database-read-cache-items", "gateway-pool", "gateway-pool-max-connections",
 		"sign-in-account-free-failures", "sign-in-account-lock-failures",
 		"sign-in-address-free-failures", "sign-in-address-lock-failures":
 		return v // a YAML boolean or number, not a string
@@ -503,6 +506,11 @@ func TestValidate(t *testing.T) {
 		{"database pool at its cap", func(c *Config) { c.DatabaseMaxConnections = MaxDatabaseMaxConnections }, ""},
 		{"database pool one past its cap", func(c *Config) { c.DatabaseMaxConnections = MaxDatabaseMaxConnections + 1 }, "database max connections must be between 1 and 1000, got 1001"},
 		{"database pool of one connection", func(c *Config) { c.DatabaseMaxConnections = 1 }, ""},
+		{"read cache at its cap", func(c *Config) { c.DatabaseReadCacheItems = MaxDatabaseReadCacheItems }, ""},
+		{"read cache one past its cap", func(c *Config) { c.DatabaseReadCacheItems = MaxDatabaseReadCacheItems + 1 },
+			"database read cache items must be between 0 (off) and 1000000, got 1000001"},
+		{"read cache off", func(c *Config) { c.DatabaseReadCacheItems = 0 }, ""},
+		{"read cache below off", func(c *Config) { c.DatabaseReadCacheItems = -1 }, "database read cache items must be between 0 (off) and 1000000, got -1"},
 		{"database pool without connections", func(c *Config) { c.DatabaseMaxConnections = 0 }, "database max connections must be between 1 and 1000, got 0"},
 		{"worker concurrency at its cap", func(c *Config) { c.WorkerConcurrency = MaxWorkerConcurrency }, ""},
 		{"worker concurrency one past its cap", func(c *Config) { c.WorkerConcurrency = MaxWorkerConcurrency + 1 }, "worker concurrency must be between 1 and 64, got 65"},

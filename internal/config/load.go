@@ -70,6 +70,12 @@ var options = []option{
 		set:   func(c *Config, s string) error { return setInt(&c.DatabaseMaxConnections, s) },
 	},
 	{
+		flag: "database-read-cache-items", env: "OCC_DATABASE_READ_CACHE_ITEMS", yaml: "databaseReadCacheItems", typ: "int",
+		def:   strconv.Itoa(DefaultDatabaseReadCacheItems),
+		usage: "PostgreSQL only: items (Agents, Namespaces, audit events, grants) of API reads kept and served again while the database's snapshot is unchanged; 0 turns it off",
+		set:   func(c *Config, s string) error { return setInt(&c.DatabaseReadCacheItems, s) },
+	},
+	{
 		flag: "public-origin", env: "OCC_PUBLIC_ORIGIN", yaml: "publicOrigin", typ: "origin", def: "http://<listen>",
 		usage: "scheme://host[:port] browsers use to reach OCC, without path or trailing slash",
 		set:   func(c *Config, s string) error { c.PublicOrigin = s; return nil },
@@ -458,6 +464,7 @@ type fileConfig struct {
 	DatabaseURL     string             `yaml:"databaseURL"`
 	DatabaseURLFile string             `yaml:"databaseURLFile"`
 	DatabaseMaxConn int                `yaml:"databaseMaxConnections"`
+	DatabaseCache   int                `yaml:"databaseReadCacheItems"`
 	PublicOrigin    string             `yaml:"publicOrigin"`
 	TrustedProxies  []string           `yaml:"trustedProxies"`
 	SessionTTL      time.Duration      `yaml:"sessionTTL"`
@@ -605,6 +612,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		DatabaseURL:     c.DatabaseURL,
 		DatabaseURLFile: c.DatabaseURLFile,
 		DatabaseMaxConn: c.DatabaseMaxConnections,
+		DatabaseCache:   c.DatabaseReadCacheItems,
 		PublicOrigin:    c.PublicOrigin,
 		TrustedProxies:  c.TrustedProxies,
 		SessionTTL:      c.SessionTTL,
@@ -662,6 +670,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		DatabaseURL:                fc.DatabaseURL,
 		DatabaseURLFile:            fc.DatabaseURLFile,
 		DatabaseMaxConnections:     fc.DatabaseMaxConn,
+		DatabaseReadCacheItems:     fc.DatabaseCache,
 		PublicOrigin:               fc.PublicOrigin,
 		TrustedProxies:             fc.TrustedProxies,
 		SessionTTL:                 fc.SessionTTL,

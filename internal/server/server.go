@@ -294,6 +294,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	}
 	defer st.Close()
 	st.SetMaxConnections(cfg.DatabaseMaxConnections)
+	st.SetReadCacheItems(cfg.DatabaseReadCacheItems)
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate database: %w", err)
 	}
@@ -454,6 +455,7 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	}
 	defer st.Close()
 	st.SetMaxConnections(cfg.DatabaseMaxConnections)
+	st.SetReadCacheItems(cfg.DatabaseReadCacheItems)
 	logger, obs, err := observe(ctx, cfg, st, logger)
 	if err != nil {
 		return err
@@ -499,6 +501,10 @@ func observe(ctx context.Context, cfg config.Config, st *sqlstore.Store, logger 
 		o.metrics = telemetry.NewMetrics()
 		o.metrics.RegisterDB(st.DB())
 		o.metrics.RegisterQueueDepth(st.QueueDepth, string(store.WorkQueued), string(store.WorkRunning))
+		o.metrics.RegisterReadCache(func() (uint64, uint64, bool) {
+			s, ok := st.ReadCacheStats()
+			return s.Hits, s.Misses, ok
+		})
 		ln, err := telemetry.Listen(cfg.MetricsListen, o.metrics, logger)
 		if err != nil {
 			o.close(logger)

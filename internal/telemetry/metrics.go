@@ -36,6 +36,7 @@ const (
 	MetricWorkerLoopsBusy    = "occ_worker_loops_busy"
 	MetricWorkerReadyNotices = "occ_worker_ready_notices_total"
 	MetricAuditWriteFailures = "occ_audit_write_failures_total"
+	MetricStoreReadCache     = "occ_store_read_cache_lookups_total"
 )
 
 // queueDepthTimeout bounds the queue-depth query one scrape runs, so a
@@ -189,6 +190,37 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.states {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), s)
 	}
+}
+
+// ReadCacheFunc reports the store's read cache lookups so far, and false
+// when the store has none (SQLite, or turned off).
+type ReadCacheFunc func() (hits, misses uint64, ok bool)
+
+// RegisterReadCache exports the PostgreSQL read cache's lookups by result
+// (hit: served from the cache; miss: read from the database), read at
+// every scrape; no series when stats reports no cache.
+func (m *Metrics) RegisterReadCache(stats ReadCacheFunc) {
+	if m == nil || stats == nil {
+		return
+	}
+	m.reg.MustRegister(&readCacheCollector{stats: stats,
+		desc: prometheus.NewDesc(MetricStoreReadCache, "Cached store reads (the session and API key lookups, one Agent, the Agent, Namespace and audit pages) on PostgreSQL by result: hit (the database's snapshot was unchanged, the kept result served) or miss (read from the database).", []string{"result"}, nil)})
+}
+
+type readCacheCollector struct {
+	stats ReadCacheFunc
+	desc  *prometheus.Desc
+}
+
+func (c *readCacheCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *readCacheCollector) Collect(ch chan<- prometheus.Metric) {
+	hits, misses, ok := c.stats()
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(hits), "hit")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(misses), "miss")
 }
 
 // Handler serves /metrics (this registry only) and the pprof endpoints

@@ -36,6 +36,7 @@ func exported(t *testing.T) map[string]bool {
 	m.DriverCall("fake", "EnsureNamespace", "ok", time.Millisecond)
 	m.AuditWriteFailed("mutation")
 	m.ReadyNotice("expedited")
+	m.RegisterReadCache(func() (uint64, uint64, bool) { return 1, 1, true })
 	names := map[string]bool{
 		// queue depth is a custom collector read at scrape time.
 		telemetry.MetricWorkerQueueDepth: true,

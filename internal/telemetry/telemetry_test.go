@@ -152,6 +152,23 @@ func TestMetricsListenerServesPprof(t *testing.T) {
 	}
 }
 
+func TestReadCacheCollector(t *testing.T) {
+	m := telemetry.NewMetrics()
+	var on atomic.Bool // read by the scrape's collector goroutine
+	m.RegisterReadCache(func() (uint64, uint64, bool) { return 7, 3, on.Load() })
+	base := listen(t, m)
+	if _, body := get(t, base+"/metrics"); len(series(body, telemetry.MetricStoreReadCache)) != 0 {
+		t.Errorf("read cache series without a read cache: %v", series(body, telemetry.MetricStoreReadCache))
+	}
+	on.Store(true)
+	_, body := get(t, base+"/metrics")
+	for _, want := range []string{`occ_store_read_cache_lookups_total{result="hit"} 7`, `occ_store_read_cache_lookups_total{result="miss"} 3`} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("no %q in:\n%s", want, strings.Join(series(body, telemetry.MetricStoreReadCache), "\n"))
+		}
+	}
+}
+
 func TestQueueDepthCollector(t *testing.T) {
 	m := telemetry.NewMetrics()
 	var fail atomic.Bool // read by the scrape's collector goroutine
