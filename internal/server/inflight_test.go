@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/telemetry"
 )
@@ -315,6 +316,15 @@ func TestInflightNone(t *testing.T) {
 	}
 	if l := newInflight(3, 0, nil, nil); l.wait != DefaultRequestQueueWait || cap(l.slots) != 3 {
 		t.Errorf("newInflight(3, 0) = wait %v, %d turns; want %v, 3", l.wait, cap(l.slots), DefaultRequestQueueWait)
+	}
+}
+
+// TestReadCacheDefaultsAgree: the flag's default (config) is the store's
+// own (sqlstore), which the store tests run with.
+func TestReadCacheDefaultsAgree(t *testing.T) {
+	if config.DefaultDatabaseReadCacheItems != sqlstore.DefaultReadCacheItems {
+		t.Errorf("config.DefaultDatabaseReadCacheItems = %d, sqlstore.DefaultReadCacheItems = %d",
+			config.DefaultDatabaseReadCacheItems, sqlstore.DefaultReadCacheItems)
 	}
 }
 
