@@ -126,6 +126,22 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) 
 	return e, nil
 }
 
+// measure measures sc on e's engine; with a read cache (PostgreSQL), the
+// row's note gives the share of its cached reads, warm-up included, that
+// were served from the cache.
+func (e *apiEnv) measure(ctx context.Context, sc scenario, lim Limits) (Result, error) {
+	before, cached := e.st.ReadCacheStats()
+	r, err := measure(ctx, e.engine, sc, lim)
+	if after, _ := e.st.ReadCacheStats(); err == nil && cached {
+		hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+		if hits+misses > 0 {
+			note := fmt.Sprintf("read cache %.1f%% hits", 100*float64(hits)/float64(hits+misses))
+			r.Note = strings.TrimPrefix(r.Note+"; "+note, "; ")
+		}
+	}
+	return r, err
+}
+
 // signIn signs the bench administrator in and returns its session cookie.
 func signIn(ctx context.Context, c *http.Client, base, origin string) (*http.Cookie, error) {
 	body := fmt.Sprintf(`{"email":%q,"password":%q}`, benchEmail, benchPassword)

@@ -115,7 +115,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 			return err
 		}
 		for _, sc := range scs {
-			r, err := measure(ctx, engine, sc, o.Limits)
+			r, err := e.measure(ctx, sc, o.Limits)
 			if err != nil {
 				e.close()
 				return err

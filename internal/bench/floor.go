@@ -171,7 +171,7 @@ func (e *apiEnv) floorRows(ctx context.Context, lim Limits) ([]Result, error) {
 	defer f.close()
 	var out []Result
 	for _, sc := range f.floorScenarios(e.agents) {
-		r, err := measure(ctx, e.engine, sc, lim)
+		r, err := e.measure(ctx, sc, lim)
 		if err != nil {
 			return nil, err
 		}
