@@ -55,14 +55,20 @@ type apiEnv struct {
 
 // openAPIEnv opens the store (databaseURL "" is SQLite in dir), migrates
 // it, seeds sc through the unwrapped store, bootstraps an administrator
-// and signs it in over HTTP.
-func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale) (*apiEnv, error) {
+// and signs it in over HTTP. readCacheItems sizes the read cache
+// (negative: occ server's default).
+func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale, readCacheItems int) (*apiEnv, error) {
 	st, err := sqlstore.Open(ctx, databaseURL, dir)
 	if err != nil {
 		return nil, err
 	}
-	// The pool as occ server runs it (--database-max-connections).
+	// The pool and read cache as occ server runs them
+	// (--database-max-connections, --database-read-cache-items).
 	st.SetMaxConnections(config.DefaultDatabaseMaxConnections)
+	if readCacheItems < 0 {
+		readCacheItems = config.DefaultDatabaseReadCacheItems
+	}
+	st.SetReadCacheItems(readCacheItems)
 	cleanup := []func(){func() { st.Close() }}
 	fail := func(err error) (*apiEnv, error) {
 		for i := len(cleanup) - 1; i >= 0; i-- {

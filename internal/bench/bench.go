@@ -31,6 +31,9 @@ type Options struct {
 	SignIns     int    // sign-ins of the RSS burst (with OccBin); 0 skips it
 	Baseline    bool   // measure the bare net/http rows (baseline.go) before the API rows
 	Floor       bool   // measure each engine's store floor rows (floor.go) after its API rows
+	// ReadCacheItems sizes the PostgreSQL read cache as
+	// --database-read-cache-items does (0: off); negative means the default.
+	ReadCacheItems int
 	ModuleDir   string // where `go test` runs the files benchmark
 	CPUProfile  string
 	MemProfile  string
@@ -103,7 +106,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		e, err := openAPIEnv(ctx, engine, dbURL, dir, o.Scale)
+		e, err := openAPIEnv(ctx, engine, dbURL, dir, o.Scale, o.ReadCacheItems)
 		if err != nil {
 			return fmt.Errorf("%s: %w", engine, err)
 		}

@@ -20,7 +20,7 @@ import (
 func TestFloorRows(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e, err := openAPIEnv(ctx, sqlstore.EngineSQLite, "", t.TempDir(), Scale{Namespaces: 3, Agents: 400, AuditEvents: 60})
+	e, err := openAPIEnv(ctx, sqlstore.EngineSQLite, "", t.TempDir(), Scale{Namespaces: 3, Agents: 400, AuditEvents: 60}, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
