@@ -190,12 +190,11 @@ func cachedRead[T any](ctx context.Context, s *Store, op, key string, clone func
 	if c == nil || s.tx != nil {
 		return read()
 	}
-	var zero T
-	var text string
-	if err := s.queryRow(ctx, snapshotQuery).Scan(&text); err != nil {
+	snap, ok, err := s.readSnapshot(ctx)
+	if err != nil {
+		var zero T
 		return zero, s.dbErr(op, err)
 	}
-	snap, ok := parsePGSnapshot(text)
 	if !ok {
 		return read()
 	}
@@ -208,6 +207,67 @@ func cachedRead[T any](ctx context.Context, s *Store, op, key string, clone func
 	}
 	c.put(snap, key, clone(v), itemCount(v))
 	return v, nil
+}
+
+// readSnapshot returns the database's current snapshot, or, within a read
+// scope that already has one, that one; ok is false for a snapshot that
+// does not parse (never cached under).
+func (s *Store) readSnapshot(ctx context.Context) (pgSnapshot, bool, error) {
+	sc, _ := ctx.Value(readScopeKey{}).(*readScope)
+	if sc != nil {
+		sc.mu.Lock()
+		snap := sc.snap
+		sc.mu.Unlock()
+		if snap.text != "" {
+			return snap, true, nil
+		}
+	}
+	var text string
+	if err := s.queryRow(ctx, snapshotQuery).Scan(&text); err != nil {
+		return pgSnapshot{}, false, err
+	}
+	snap, ok := parsePGSnapshot(text)
+	if ok && sc != nil {
+		sc.mu.Lock()
+		sc.snap = snap
+		sc.mu.Unlock()
+	}
+	return snap, ok, nil
+}
+
+// readScope holds the snapshot a scope's cached reads check against.
+type readScope struct {
+	mu   sync.Mutex
+	snap pgSnapshot
+}
+
+type readScopeKey struct{}
+
+// WithReadScope returns ctx with a read scope: the cached reads made with
+// it (or a context derived from it) ask the database for its snapshot
+// once, and check against that one, until this store writes with it. The
+// server gives each API request one, so that the session lookup and the
+// read it authorizes cost one snapshot round trip, not two.
+//
+// Why it is still never stale: the snapshot is taken during the request,
+// after it began, so every write that completed before the request began
+// is in it; the request's reads are as of one moment within its own
+// duration, as reads of one transaction would be. A write the request
+// itself makes (through this store, with the scope's context) ends the
+// scope's snapshot when it completes, so the request reads its own
+// writes. A scope must not outlive its request: it would keep serving the
+// snapshot it took.
+func WithReadScope(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readScopeKey{}, &readScope{})
+}
+
+// endReadScope forgets the scope's snapshot after a write made with ctx.
+func endReadScope(ctx context.Context) {
+	if sc, _ := ctx.Value(readScopeKey{}).(*readScope); sc != nil {
+		sc.mu.Lock()
+		sc.snap = pgSnapshot{}
+		sc.mu.Unlock()
+	}
 }
 
 // itemCount is an entry's size in items, for maxItems.

@@ -127,3 +127,25 @@ func FuzzCacheKey(f *testing.F) {
 		}
 	})
 }
+
+func TestMayWrite(t *testing.T) {
+	tests := []struct {
+		q    string
+		want bool
+	}{
+		{"SELECT id FROM agents WHERE namespace_id = ?", false},
+		{"\n\t\tSELECT updated_at FROM agents", false},
+		{"WITH s AS (SELECT id FROM sessions) SELECT * FROM s", false},
+		{snapshotQuery, false},
+		{"UPDATE agents SET name = ? RETURNING id", true},
+		{"INSERT INTO agents (id) VALUES (?) RETURNING id", true},
+		{"DELETE FROM sessions WHERE token_hash = ? RETURNING id", true},
+		{"WITH d AS (DELETE FROM sessions RETURNING id) SELECT count(*) FROM d", true},
+		{"SELECT id FROM controller_work FOR UPDATE SKIP LOCKED", true},
+	}
+	for _, tt := range tests {
+		if got := mayWrite(tt.q); got != tt.want {
+			t.Errorf("mayWrite(%q) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+}

@@ -345,3 +345,87 @@ func TestReadCacheOff(t *testing.T) {
 		}
 	}
 }
+
+// TestReadScope: the cached reads of one scope (one API request) ask for
+// the snapshot once; a write the scope makes ends its snapshot, so the
+// scope reads its own write; a new scope sees another process's write.
+func TestReadScope(t *testing.T) {
+	ctx := testCtx(t)
+	w := newReadCacheWorld(t)
+	var mu sync.Mutex
+	snapshots := 0
+	rs := sqlstore.RecordQueriesForTest(w.s, func(q string, _ []any) {
+		if q == sqlstore.SnapshotQueryForTest {
+			mu.Lock()
+			snapshots++
+			mu.Unlock()
+		}
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); n := snapshots; snapshots = 0; return n }
+
+	scope := sqlstore.WithReadScope(ctx)
+	if _, _, err := rs.GetSessionAccess(scope, w.token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.ListAgents(scope, w.ns.ID, store.PageRequest{Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("three cached reads in one scope asked for the snapshot %d times, want 1", n)
+	}
+	if _, err := rs.GetAgent(ctx, w.ns.ID, w.agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Errorf("a cached read outside a scope asked for the snapshot %d times, want 1", n)
+	}
+
+	// Warm the cache in a scope, write in the same scope, read again.
+	scope = sqlstore.WithReadScope(ctx)
+	warm(t, w.s, "GetAgent in a scope", func() error { _, err := rs.GetAgent(sqlstore.WithReadScope(ctx), w.ns.ID, w.agent.ID); return err })
+	if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	a := w.agent
+	a.Name, a.UpdatedAt = "renamed in the scope", a.UpdatedAt.Add(time.Second)
+	if _, err := rs.UpdateAgent(scope, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != a.Name {
+		t.Errorf("after its own write (a transaction) the scope reads the name %q, want %q", got.Name, a.Name)
+	}
+	// A write outside a transaction (exec) ends it too.
+	if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.TouchSession(scope, w.token, a.UpdatedAt.Add(time.Hour), a.UpdatedAt.Add(59*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	se, _, err := rs.GetSessionAccess(scope, w.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !se.LastUsedAt.Equal(a.UpdatedAt.Add(time.Hour)) {
+		t.Errorf("after its own TouchSession the scope reads last use %v, want %v", se.LastUsedAt, a.UpdatedAt.Add(time.Hour))
+	}
+
+	// Another process's write: a new scope (the next request) sees it.
+	a.Name, a.UpdatedAt = "renamed elsewhere", a.UpdatedAt.Add(time.Second)
+	if _, err := w.other.UpdateAgent(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, err = rs.GetAgent(sqlstore.WithReadScope(ctx), w.ns.ID, w.agent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != a.Name {
+		t.Errorf("a new scope after another process's write reads the name %q, want %q", got.Name, a.Name)
+	}
+}

@@ -534,6 +534,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	err = tx.Commit()
 	held = false
 	s.writers.release()
+	endReadScope(ctx) // also when the outcome is unknown
 	if err != nil {
 		// The server may have applied a commit whose reply was lost.
 		if s.d.commitOutcomeUnknown(err) {
@@ -572,6 +573,9 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	}
 	res, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
 	endSpan(span, err)
+	if s.tx == nil {
+		endReadScope(ctx) // a write of its own: see WithReadScope
+	}
 	return res, err
 }
 
@@ -585,7 +589,28 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 		rows, err = s.q.QueryContext(ctx, s.d.rebind(query), args...)
 	}
 	endSpan(span, err)
+	s.endReadScopeAfter(ctx, query)
 	return rows, err
+}
+
+// endReadScopeAfter ends ctx's read scope (see WithReadScope) after a
+// statement outside a transaction that may have written: one that does
+// not start with SELECT or WITH, or names INSERT, UPDATE or DELETE (the
+// store writes SQL keywords in capitals). The store's RETURNING writes
+// run in transactions, whose commit ends it; this is the backstop for
+// one that does not.
+func (s *Store) endReadScopeAfter(ctx context.Context, query string) {
+	if s.tx == nil && s.reads != nil && mayWrite(query) {
+		endReadScope(ctx)
+	}
+}
+
+func mayWrite(query string) bool {
+	q := strings.TrimLeft(query, " \t\n")
+	if !strings.HasPrefix(q, "SELECT") && !strings.HasPrefix(q, "WITH") {
+		return true
+	}
+	return strings.Contains(q, "INSERT ") || strings.Contains(q, "UPDATE ") || strings.Contains(q, "DELETE ")
 }
 
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
@@ -597,6 +622,7 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 		row = s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
 	}
 	endSpan(span, row.Err())
+	s.endReadScopeAfter(ctx, query)
 	return row
 }
 
