@@ -34,9 +34,9 @@ type Options struct {
 	// ReadCacheItems sizes the PostgreSQL read cache as
 	// --database-read-cache-items does (0: off); negative means the default.
 	ReadCacheItems int
-	ModuleDir   string // where `go test` runs the files benchmark
-	CPUProfile  string
-	MemProfile  string
+	ModuleDir      string // where `go test` runs the files benchmark
+	CPUProfile     string
+	MemProfile     string
 }
 
 // Run measures every engine of o and prints one table to w.
