@@ -149,7 +149,10 @@ func liveTraceCases(t *testing.T, le *localEnv, agent string) {
 // read no grants of their own, because the request's memo started with
 // what came with the credential. Counted from the store's spans, on both
 // engines. (A key's first use in a minute also records it: the key here
-// is used once before the counted request.)
+// is used once before the counted request.) On PostgreSQL the request
+// also asks once for the database's snapshot (the read cache's check;
+// one per request, its read scope), and both reads miss: each credential
+// was last read before a write.
 func TestSignedInReadQueries(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
 		exp, tp := testTraces()
@@ -166,15 +169,24 @@ func TestSignedInReadQueries(t *testing.T) {
 			exp.Reset()
 			e.must("GET", "/namespaces/"+ns.ID, nil, c.cred, 200, nil)
 			var queries []string
+			snapshots := 0
 			for _, s := range exp.GetSpans() {
 				if !strings.HasPrefix(s.Name, "db.") {
 					continue
 				}
 				for _, a := range s.Attributes {
-					if a.Key == "db.query.text" {
-						queries = append(queries, a.Value.AsString())
+					if a.Key != "db.query.text" {
+						continue
 					}
+					if strings.Contains(a.Value.AsString(), "pg_current_snapshot()") {
+						snapshots++
+						continue
+					}
+					queries = append(queries, a.Value.AsString())
 				}
+			}
+			if want := map[string]int{sqlstore.EngineSQLite: 0, sqlstore.EnginePostgres: 1}[st.Engine()]; snapshots != want {
+				t.Errorf("%s: a GET of one Namespace asked for the snapshot %d times, want %d", c.name, snapshots, want)
 			}
 			if len(queries) != 2 ||
 				!strings.Contains(queries[0], c.from) || !strings.Contains(queries[0], "iam_access_bindings") ||
@@ -184,4 +196,37 @@ func TestSignedInReadQueries(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestReadScopePerRequest: on PostgreSQL an API request asks for the
+// database's snapshot once (sqlstore.WithReadScope), though its session
+// lookup and the page it reads both go through the read cache; a request
+// that writes asks again after its write.
+func TestReadScopePerRequest(t *testing.T) {
+	exp, tp := testTraces()
+	e := newEnvWith(t, testdb.Postgres(t), server.Options{TracerProvider: tp})
+	var ns idOnly
+	e.must("POST", "/namespaces", map[string]string{"name": "scope"}, e.admin, 201, &ns)
+	count := func() (snapshots, statements int) {
+		for _, s := range exp.GetSpans() {
+			for _, a := range s.Attributes {
+				if a.Key == "db.query.text" {
+					statements++
+					if strings.Contains(a.Value.AsString(), "pg_current_snapshot()") {
+						snapshots++
+					}
+				}
+			}
+		}
+		return snapshots, statements
+	}
+	for _, path := range []string{"/namespaces", "/namespaces/" + ns.ID + "/agents"} {
+		for i := range 2 { // a miss, then (unless another test commits meanwhile) a hit
+			exp.Reset()
+			e.must("GET", path, nil, e.admin, 200, nil)
+			if snapshots, statements := count(); snapshots != 1 {
+				t.Errorf("GET %s (%d): %d snapshot statements of %d, want 1", path, i, snapshots, statements)
+			}
+		}
+	}
 }
