@@ -82,3 +82,12 @@ func CommitCheckpointsForTest(ctx context.Context, s *Store) error {
 // SnapshotQueryForTest is the read cache's snapshot query (readcache.go),
 // which the query-plan test leaves out: it reads no table.
 const SnapshotQueryForTest = snapshotQuery
+
+// SnapshotsForTest is how many snapshots s's read cache has asked the
+// database for (0 without a read cache).
+func SnapshotsForTest(s *Store) uint64 {
+	if s.reads == nil {
+		return 0
+	}
+	return s.reads.snapshots.Load()
+}

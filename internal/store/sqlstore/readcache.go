@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"maps"
 	"slices"
 	"strconv"
@@ -13,27 +14,36 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// The read cache (PostgreSQL only) keeps the results of the reads every
-// API request makes (the session lookup, one Agent, the pages of Agents,
+// The read cache keeps the results of the reads every API request makes
+// (the session and API key lookups, one Agent, the pages of Agents,
 // Namespaces and audit events) and serves one again only while the
-// database is provably in the state it was read in: each cached read
-// first asks the server for its current snapshot, one round trip of a few
-// bytes, and a result is reused only when that snapshot is the one it was
-// read under. A snapshot (pg_current_snapshot(): xmin, xmax and the
-// transactions in progress) changes whenever any transaction in the
-// cluster commits or aborts, in this process or any other, and never
-// returns to an earlier value, so an unchanged snapshot means nothing has
-// been committed since: the cached result is exactly what the query would
-// return now. There is no window in which a write made elsewhere (another
-// replica, psql) is not yet seen, and no invalidation message to lose.
-// The postmaster's start time is part of the key, so a restarted or
-// different server (a restore, a failover) never matches an entry read
-// from the one before.
+// database is provably in the state it was read in: before a cached read
+// the store asks the database for its current snapshot, and a result is
+// reused only when that snapshot is the one it was read under.
 //
-// Failure semantics: the snapshot query failing fails the read, as the
-// read itself failing would (nothing is served unchecked). Errors are not
-// cached. Inside a transaction the cache is bypassed: the transaction sees
-// its own writes, which no snapshot of other sessions shows.
+//   - PostgreSQL: pg_current_snapshot() (xmin, xmax and the transactions
+//     in progress), one round trip of a few bytes. It changes whenever any
+//     transaction on the server commits or aborts, in this process or any
+//     other, and never returns to an earlier value. The postmaster's start
+//     time is part of it, so a restarted or different server (a restore,
+//     a failover) never matches an entry read from the one before.
+//   - SQLite: PRAGMA data_version on a connection of its own that never
+//     writes (sqliteWatch), a few microseconds in this process. It changes
+//     whenever any other connection commits, this process's pool and any
+//     other process (an occ command) alike, and only counts up. A new
+//     watching connection (after an error) starts a new generation, part
+//     of the snapshot, so its counter cannot match the old one's.
+//
+// So an unchanged snapshot means nothing has been committed since: the
+// cached result is exactly what the query would return now. There is no
+// window in which a write made elsewhere (another replica, psql, an occ
+// command) is not yet seen, and no invalidation message to lose.
+//
+// Failure semantics: on PostgreSQL the snapshot query failing fails the
+// read, as the read itself failing would; on SQLite the watcher failing
+// sends the read to the database uncached. Nothing is served unchecked.
+// Errors are not cached. Inside a transaction the cache is bypassed: the
+// transaction sees its own writes, which no snapshot shows the others.
 //
 // It pays off when reads outnumber writes, as on the API: any write
 // anywhere (a session's last use recorded once a minute, the worker's
@@ -43,12 +53,15 @@ import (
 // most maxItems items (Agents, events, grants) and starts over when full.
 type readCache struct {
 	mu       sync.Mutex
-	snap     pgSnapshot
+	snap     dbSnapshot
 	entries  map[string]any
 	items    int
 	maxItems int
+	// watch is SQLite's snapshot source; nil on PostgreSQL.
+	watch *sqliteWatch
 
 	hits, misses atomic.Uint64
+	snapshots    atomic.Uint64 // asked of the database, for tests
 }
 
 // DefaultReadCacheItems is the read cache's default size, in items (an
@@ -63,20 +76,24 @@ type ReadCacheStats struct {
 	Hits, Misses uint64
 }
 
-// SetReadCacheItems sizes the read cache (PostgreSQL only): at most n
-// items, 0 to turn it off. Call it once at start, before the store is
-// used concurrently. On SQLite it does nothing: the database is a library
-// in this process and its reads cost little more than a cache lookup.
+// SetReadCacheItems sizes the read cache: at most n items, 0 to turn it
+// off. Call it once at start, before the store is used concurrently.
 func (s *Store) SetReadCacheItems(n int) {
-	if s.d.engine() != EnginePostgres || n <= 0 {
+	if s.reads != nil && s.reads.watch != nil {
+		s.reads.watch.close()
+	}
+	if n <= 0 {
 		s.reads = nil
 		return
 	}
 	s.reads = &readCache{entries: map[string]any{}, maxItems: n}
+	if s.d.engine() == EngineSQLite {
+		s.reads.watch = &sqliteWatch{path: s.path}
+	}
 }
 
 // ReadCacheStats returns the read cache's counts, and false when the store
-// has no read cache (SQLite, or turned off).
+// has no read cache (turned off).
 func (s *Store) ReadCacheStats() (ReadCacheStats, bool) {
 	if s.reads == nil {
 		return ReadCacheStats{}, false
@@ -84,9 +101,9 @@ func (s *Store) ReadCacheStats() (ReadCacheStats, bool) {
 	return ReadCacheStats{Hits: s.reads.hits.Load(), Misses: s.reads.misses.Load()}, true
 }
 
-// pgSnapshot is a server's snapshot as pg_current_snapshot() prints it,
+// dbSnapshot is a server's snapshot as pg_current_snapshot() prints it,
 // with the server's start time: "xmin:xmax:xip,...@start".
-type pgSnapshot struct {
+type dbSnapshot struct {
 	text       string
 	start      string
 	xmin, xmax uint64
@@ -95,25 +112,25 @@ type pgSnapshot struct {
 
 // parsePGSnapshot parses snapshotQuery's result; ok is false for anything
 // else, and such a snapshot is never cached under.
-func parsePGSnapshot(text string) (pgSnapshot, bool) {
+func parsePGSnapshot(text string) (dbSnapshot, bool) {
 	snap, start, ok := strings.Cut(text, "@")
 	if !ok || start == "" {
-		return pgSnapshot{}, false
+		return dbSnapshot{}, false
 	}
 	parts := strings.SplitN(snap, ":", 3)
 	if len(parts) != 3 {
-		return pgSnapshot{}, false
+		return dbSnapshot{}, false
 	}
 	xmin, err1 := strconv.ParseUint(parts[0], 10, 64)
 	xmax, err2 := strconv.ParseUint(parts[1], 10, 64)
 	if err1 != nil || err2 != nil || xmin > xmax {
-		return pgSnapshot{}, false
+		return dbSnapshot{}, false
 	}
 	n := 0
 	if parts[2] != "" {
 		n = strings.Count(parts[2], ",") + 1
 	}
-	return pgSnapshot{text: text, start: start, xmin: xmin, xmax: xmax, inProgress: n}, true
+	return dbSnapshot{text: text, start: start, xmin: xmin, xmax: xmax, inProgress: n}, true
 }
 
 // newerThan reports whether p was taken after q on the same server: xmax
@@ -121,7 +138,7 @@ func parsePGSnapshot(text string) (pgSnapshot, bool) {
 // while both stay the same, transactions only leave the in-progress list.
 // A snapshot of another server start is newer: the old one's entries can
 // never match again.
-func (p pgSnapshot) newerThan(q pgSnapshot) bool {
+func (p dbSnapshot) newerThan(q dbSnapshot) bool {
 	switch {
 	case q.text == "":
 		return true
@@ -138,7 +155,7 @@ func (p pgSnapshot) newerThan(q pgSnapshot) bool {
 // snapshotQuery reads the current snapshot; see readCache.
 const snapshotQuery = `SELECT pg_current_snapshot()::text || '@' || pg_postmaster_start_time()::text`
 
-func (c *readCache) get(snap pgSnapshot, key string) (any, bool) {
+func (c *readCache) get(snap dbSnapshot, key string) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if snap.text == c.snap.text {
@@ -152,7 +169,7 @@ func (c *readCache) get(snap pgSnapshot, key string) (any, bool) {
 }
 
 // put caches v, read under snap (or a later snapshot: see cachedRead).
-func (c *readCache) put(snap pgSnapshot, key string, v any, items int) {
+func (c *readCache) put(snap dbSnapshot, key string, v any, items int) {
 	items = max(items, 1)
 	if items > c.maxItems {
 		return
@@ -212,7 +229,7 @@ func cachedRead[T any](ctx context.Context, s *Store, op, key string, clone func
 // readSnapshot returns the database's current snapshot, or, within a read
 // scope that already has one, that one; ok is false for a snapshot that
 // does not parse (never cached under).
-func (s *Store) readSnapshot(ctx context.Context) (pgSnapshot, bool, error) {
+func (s *Store) readSnapshot(ctx context.Context) (dbSnapshot, bool, error) {
 	sc, _ := ctx.Value(readScopeKey{}).(*readScope)
 	if sc != nil {
 		sc.mu.Lock()
@@ -222,11 +239,18 @@ func (s *Store) readSnapshot(ctx context.Context) (pgSnapshot, bool, error) {
 			return snap, true, nil
 		}
 	}
-	var text string
-	if err := s.queryRow(ctx, snapshotQuery).Scan(&text); err != nil {
-		return pgSnapshot{}, false, err
+	var snap dbSnapshot
+	var ok bool
+	s.reads.snapshots.Add(1)
+	if w := s.reads.watch; w != nil {
+		snap, ok = w.snapshot(ctx)
+	} else {
+		var text string
+		if err := s.queryRow(ctx, snapshotQuery).Scan(&text); err != nil {
+			return dbSnapshot{}, false, err
+		}
+		snap, ok = parsePGSnapshot(text)
 	}
-	snap, ok := parsePGSnapshot(text)
 	if ok && sc != nil {
 		sc.mu.Lock()
 		sc.snap = snap
@@ -235,10 +259,85 @@ func (s *Store) readSnapshot(ctx context.Context) (pgSnapshot, bool, error) {
 	return snap, ok, nil
 }
 
+// sqliteWatch reads SQLite's data_version on a connection of its own,
+// opened on first use, that never writes: every commit is then another
+// connection's, which is what data_version counts. It is a sql.Conn, one
+// fixed connection, because the counter belongs to the connection:
+// database/sql must not swap in a fresh one behind it. Any error closes
+// it; the next call opens a new one under a new generation.
+type sqliteWatch struct {
+	path   string
+	mu     sync.Mutex
+	db     *sql.DB
+	conn   *sql.Conn
+	stmt   *sql.Stmt
+	gen    uint64
+	closed bool
+}
+
+func (w *sqliteWatch) snapshot(ctx context.Context) (dbSnapshot, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return dbSnapshot{}, false
+	}
+	if w.conn == nil && !w.open(ctx) {
+		return dbSnapshot{}, false
+	}
+	var v uint64
+	if err := w.stmt.QueryRowContext(ctx).Scan(&v); err != nil {
+		w.reset()
+		return dbSnapshot{}, false
+	}
+	gen := strconv.FormatUint(w.gen, 10)
+	return dbSnapshot{text: "sqlite:" + gen + ":" + strconv.FormatUint(v, 10), start: gen, xmin: v, xmax: v}, true
+}
+
+func (w *sqliteWatch) open(ctx context.Context) bool {
+	db, err := sql.Open(sqliteDialect{}.driverName(), sqliteDSN(w.path))
+	if err != nil {
+		return false
+	}
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		_ = db.Close()
+		return false
+	}
+	stmt, err := conn.PrepareContext(ctx, "PRAGMA data_version")
+	if err != nil {
+		_ = conn.Close()
+		_ = db.Close()
+		return false
+	}
+	w.db, w.conn, w.stmt = db, conn, stmt
+	w.gen++
+	return true
+}
+
+// reset closes the connection; mu is held.
+func (w *sqliteWatch) reset() {
+	if w.conn == nil {
+		return
+	}
+	_ = w.stmt.Close()
+	_ = w.conn.Close()
+	_ = w.db.Close()
+	w.db, w.conn, w.stmt = nil, nil, nil
+}
+
+// close closes the connection for good (Store.Close).
+func (w *sqliteWatch) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reset()
+	w.closed = true
+}
+
 // readScope holds the snapshot a scope's cached reads check against.
 type readScope struct {
 	mu   sync.Mutex
-	snap pgSnapshot
+	snap dbSnapshot
 }
 
 type readScopeKey struct{}
@@ -265,7 +364,7 @@ func WithReadScope(ctx context.Context) context.Context {
 func endReadScope(ctx context.Context) {
 	if sc, _ := ctx.Value(readScopeKey{}).(*readScope); sc != nil {
 		sc.mu.Lock()
-		sc.snap = pgSnapshot{}
+		sc.snap = dbSnapshot{}
 		sc.mu.Unlock()
 	}
 }

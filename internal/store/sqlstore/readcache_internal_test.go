@@ -11,20 +11,20 @@ import (
 func TestParsePGSnapshot(t *testing.T) {
 	tests := []struct {
 		text string
-		want pgSnapshot
+		want dbSnapshot
 		ok   bool
 	}{
-		{"750:750:@2026-12-05 07:00:00+00", pgSnapshot{start: "2026-12-05 07:00:00+00", xmin: 750, xmax: 750}, true},
-		{"748:752:748,750@s", pgSnapshot{start: "s", xmin: 748, xmax: 752, inProgress: 2}, true},
-		{"748:752:748@s", pgSnapshot{start: "s", xmin: 748, xmax: 752, inProgress: 1}, true},
-		{"750:750:", pgSnapshot{}, false},                  // no start time
-		{"750:750:@", pgSnapshot{}, false},                 // empty start time
-		{"750:750@s", pgSnapshot{}, false},                 // two fields
-		{"751:750:@s", pgSnapshot{}, false},                // xmin past xmax
-		{"x:750:@s", pgSnapshot{}, false},                  // not a number
-		{"-1:750:@s", pgSnapshot{}, false},                 // negative
-		{"", pgSnapshot{}, false},                          // nothing
-		{"1:18446744073709551616:@s", pgSnapshot{}, false}, // past uint64
+		{"750:750:@2026-12-05 07:00:00+00", dbSnapshot{start: "2026-12-05 07:00:00+00", xmin: 750, xmax: 750}, true},
+		{"748:752:748,750@s", dbSnapshot{start: "s", xmin: 748, xmax: 752, inProgress: 2}, true},
+		{"748:752:748@s", dbSnapshot{start: "s", xmin: 748, xmax: 752, inProgress: 1}, true},
+		{"750:750:", dbSnapshot{}, false},                  // no start time
+		{"750:750:@", dbSnapshot{}, false},                 // empty start time
+		{"750:750@s", dbSnapshot{}, false},                 // two fields
+		{"751:750:@s", dbSnapshot{}, false},                // xmin past xmax
+		{"x:750:@s", dbSnapshot{}, false},                  // not a number
+		{"-1:750:@s", dbSnapshot{}, false},                 // negative
+		{"", dbSnapshot{}, false},                          // nothing
+		{"1:18446744073709551616:@s", dbSnapshot{}, false}, // past uint64
 	}
 	for _, tt := range tests {
 		got, ok := parsePGSnapshot(tt.text)
@@ -35,14 +35,14 @@ func TestParsePGSnapshot(t *testing.T) {
 		if ok {
 			tt.want.text = tt.text
 		}
-		if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(pgSnapshot{})); diff != "" {
+		if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(dbSnapshot{})); diff != "" {
 			t.Errorf("parsePGSnapshot(%q) (-want +got):\n%s", tt.text, diff)
 		}
 	}
 }
 
 func TestSnapshotNewerThan(t *testing.T) {
-	snap := func(text string) pgSnapshot {
+	snap := func(text string) dbSnapshot {
 		t.Helper()
 		p, ok := parsePGSnapshot(text)
 		if !ok {
@@ -67,7 +67,7 @@ func TestSnapshotNewerThan(t *testing.T) {
 			t.Errorf("%q newerThan %q = %v, want %v", tt.p, tt.q, got, tt.want)
 		}
 	}
-	if !snap("1:1:@a").newerThan(pgSnapshot{}) {
+	if !snap("1:1:@a").newerThan(dbSnapshot{}) {
 		t.Error("a snapshot is not newer than an empty cache's")
 	}
 }
@@ -147,5 +147,40 @@ func TestMayWrite(t *testing.T) {
 		if got := mayWrite(tt.q); got != tt.want {
 			t.Errorf("mayWrite(%q) = %v, want %v", tt.q, got, tt.want)
 		}
+	}
+}
+
+// TestSQLiteWatchGenerations: a new watching connection (after an error)
+// gives snapshots of a new generation, newer than the old one's, so the
+// new connection's data_version, counted from its own start, never
+// matches an entry read under the old; a closed watch gives none.
+func TestSQLiteWatchGenerations(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w := s.reads.watch
+	first, ok := w.snapshot(ctx)
+	if !ok {
+		t.Fatal("no snapshot")
+	}
+	if again, _ := w.snapshot(ctx); again.text != first.text {
+		t.Fatalf("snapshot changed with no commit: %q then %q", first.text, again.text)
+	}
+	w.mu.Lock()
+	w.reset() // as after an error
+	w.mu.Unlock()
+	second, ok := w.snapshot(ctx)
+	if !ok {
+		t.Fatal("no snapshot after a new connection")
+	}
+	if second.start == first.start || !second.newerThan(first) {
+		t.Errorf("after a new connection the snapshot is %q, after %q: want a new, newer generation", second.text, first.text)
+	}
+	w.close()
+	if _, ok := w.snapshot(ctx); ok {
+		t.Error("a closed watch gave a snapshot")
 	}
 }

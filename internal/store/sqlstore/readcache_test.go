@@ -30,11 +30,27 @@ type readCacheWorld struct {
 	key      store.APIKey
 }
 
-func newReadCacheWorld(t *testing.T) readCacheWorld {
+func newReadCacheWorld(t *testing.T, engine string) readCacheWorld {
 	t.Helper()
 	ctx := testCtx(t)
-	s, url := testdb.PostgresURL(t)
-	other, err := sqlstore.Open(ctx, url, "")
+	var s, other *sqlstore.Store
+	var err error
+	switch engine {
+	case sqlstore.EnginePostgres:
+		var url string
+		s, url = testdb.PostgresURL(t)
+		other, err = sqlstore.Open(ctx, url, "")
+	default:
+		dir := t.TempDir()
+		if s, err = sqlstore.Open(ctx, "", dir); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		other, err = sqlstore.Open(ctx, "", dir) // the same file
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +88,8 @@ func newReadCacheWorld(t *testing.T) readCacheWorld {
 	return w
 }
 
-// warm reads until a read is served from the cache: the database is
-// shared with other tests, whose commits change the snapshot, so the
+// warm reads until a read is served from the cache: a PostgreSQL server
+// is shared with other tests, whose commits change the snapshot, so the
 // first read after a miss may miss again. Bounded: 200 reads.
 func warm(t *testing.T, s *sqlstore.Store, what string, read func() error) {
 	t.Helper()
@@ -164,29 +180,42 @@ func TestReadCacheSeesOtherProcessesWrites(t *testing.T) {
 				return w.other.RevokeAPIKey(ctx, w.key.ID, w.key.CreatedAt.Add(time.Minute))
 			}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newReadCacheWorld(t)
-			var before any
-			warm(t, w.s, tt.name, func() (err error) { before, err = tt.read(w, w.s); return err })
-			if err := tt.write(w); err != nil {
-				t.Fatalf("the other process's write: %v", err)
-			}
-			got, err := tt.read(w, w.s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := tt.read(w, w.other) // the other process reads the database
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got == before {
-				t.Fatalf("after the other process's write the cached read still returns %v", got)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("read after the other process's write (-database +cached store):\n%s", diff)
-			}
-		})
+	for _, engine := range readCacheEngines {
+		for _, tt := range tests {
+			t.Run(engine+"/"+tt.name, func(t *testing.T) {
+				w := newReadCacheWorld(t, engine)
+				var before any
+				warm(t, w.s, tt.name, func() (err error) { before, err = tt.read(w, w.s); return err })
+				if err := tt.write(w); err != nil {
+					t.Fatalf("the other process's write: %v", err)
+				}
+				got, err := tt.read(w, w.s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := tt.read(w, w.other) // the other process reads the database
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got == before {
+					t.Fatalf("after the other process's write the cached read still returns %v", got)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("read after the other process's write (-database +cached store):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// readCacheEngines: both engines have a read cache; SQLite's "other
+// process" is a second store on the same file.
+var readCacheEngines = []string{sqlstore.EngineSQLite, sqlstore.EnginePostgres}
+
+// forReadCacheEngines runs fn once per engine, as a subtest.
+func forReadCacheEngines(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, engine := range readCacheEngines {
+		t.Run(engine, func(t *testing.T) { fn(t, engine) })
 	}
 }
 
@@ -194,58 +223,60 @@ func TestReadCacheSeesOtherProcessesWrites(t *testing.T) {
 // returned (the authorizing store filters pages in place) does not change
 // what the next caller gets.
 func TestReadCacheResultsAreCopies(t *testing.T) {
-	ctx := testCtx(t)
-	w := newReadCacheWorld(t)
-	var page store.Page[store.Agent]
-	warm(t, w.s, "ListAgents", func() (err error) {
-		page, err = w.s.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
-		return err
-	})
-	page.Items[0].Name = "changed by a caller"
-	var acc store.Access
-	warm(t, w.s, "GetSessionAccess", func() (err error) { _, acc, err = w.s.GetSessionAccess(ctx, w.token); return err })
-	acc.Grants[0].Permissions[0].Action = store.ActionDelete
-	var events []store.AuditEvent
-	warm(t, w.s, "ListAuditEvents", func() (err error) {
-		events, err = w.s.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
-		return err
-	})
-	events[0].Action = "changed"
-	events[0].Details = map[string]string{"changed": "yes"}
+	forReadCacheEngines(t, func(t *testing.T, engine string) {
+		ctx := testCtx(t)
+		w := newReadCacheWorld(t, engine)
+		var page store.Page[store.Agent]
+		warm(t, w.s, "ListAgents", func() (err error) {
+			page, err = w.s.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
+			return err
+		})
+		page.Items[0].Name = "changed by a caller"
+		var acc store.Access
+		warm(t, w.s, "GetSessionAccess", func() (err error) { _, acc, err = w.s.GetSessionAccess(ctx, w.token); return err })
+		acc.Grants[0].Permissions[0].Action = store.ActionDelete
+		var events []store.AuditEvent
+		warm(t, w.s, "ListAuditEvents", func() (err error) {
+			events, err = w.s.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
+			return err
+		})
+		events[0].Action = "changed"
+		events[0].Details = map[string]string{"changed": "yes"}
 
-	// Read again until served from the cache, then compare with the
-	// database as the other process reads it.
-	var (
-		gotPage   store.Page[store.Agent]
-		gotAcc    store.Access
-		gotEvents []store.AuditEvent
-	)
-	warm(t, w.s, "ListAgents again", func() (err error) {
-		gotPage, err = w.s.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
-		return err
-	})
-	warm(t, w.s, "GetSessionAccess again", func() (err error) { _, gotAcc, err = w.s.GetSessionAccess(ctx, w.token); return err })
-	warm(t, w.s, "ListAuditEvents again", func() (err error) {
-		gotEvents, err = w.s.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
-		return err
-	})
-	wantPage, err1 := w.other.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
-	_, wantAcc, err2 := w.other.GetSessionAccess(ctx, w.token)
-	wantEvents, err3 := w.other.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			t.Fatal(err)
+		// Read again until served from the cache, then compare with the
+		// database as the other process reads it.
+		var (
+			gotPage   store.Page[store.Agent]
+			gotAcc    store.Access
+			gotEvents []store.AuditEvent
+		)
+		warm(t, w.s, "ListAgents again", func() (err error) {
+			gotPage, err = w.s.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
+			return err
+		})
+		warm(t, w.s, "GetSessionAccess again", func() (err error) { _, gotAcc, err = w.s.GetSessionAccess(ctx, w.token); return err })
+		warm(t, w.s, "ListAuditEvents again", func() (err error) {
+			gotEvents, err = w.s.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
+			return err
+		})
+		wantPage, err1 := w.other.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
+		_, wantAcc, err2 := w.other.GetSessionAccess(ctx, w.token)
+		wantEvents, err3 := w.other.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
+		for _, err := range []error{err1, err2, err3} {
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if diff := cmp.Diff(wantPage, gotPage); diff != "" {
-		t.Errorf("ListAgents (-database +cached):\n%s", diff)
-	}
-	if diff := cmp.Diff(wantAcc, gotAcc); diff != "" {
-		t.Errorf("GetSessionAccess (-database +cached):\n%s", diff)
-	}
-	if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
-		t.Errorf("ListAuditEvents (-database +cached):\n%s", diff)
-	}
+		if diff := cmp.Diff(wantPage, gotPage); diff != "" {
+			t.Errorf("ListAgents (-database +cached):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantAcc, gotAcc); diff != "" {
+			t.Errorf("GetSessionAccess (-database +cached):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
+			t.Errorf("ListAuditEvents (-database +cached):\n%s", diff)
+		}
+	})
 }
 
 // TestReadCacheConcurrentReadersAndWriter: readers on the cached store
@@ -253,95 +284,94 @@ func TestReadCacheResultsAreCopies(t *testing.T) {
 // Agent has had, and a reader that starts after the writer returned sees
 // the last name (no read goes back in time). Bounded: 50 writes.
 func TestReadCacheConcurrentReadersAndWriter(t *testing.T) {
-	ctx := testCtx(t)
-	w := newReadCacheWorld(t)
-	const writes = 50
-	names := map[string]int{w.agent.Name: 0}
-	for i := 1; i <= writes; i++ {
-		names[nameAt(i)] = i
-	}
-	var mu sync.Mutex
-	committed := 0 // the last write the writer saw return
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 3 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				mu.Lock()
-				floor := committed
-				mu.Unlock()
-				a, err := w.s.GetAgent(ctx, w.ns.ID, w.agent.ID)
-				if err != nil {
-					errs <- err
-					return
-				}
-				n, ok := names[a.Name]
-				if !ok || n < floor {
-					errs <- fmt.Errorf("read the name %q after write %d had returned: a stale read", a.Name, floor)
-					return
-				}
-			}
-		})
-	}
-	a := w.agent
-	for i := 1; i <= writes; i++ {
-		a.Name, a.UpdatedAt = nameAt(i), a.UpdatedAt.Add(time.Second)
-		if _, err := w.other.UpdateAgent(ctx, a); err != nil {
-			t.Fatal(err)
+	forReadCacheEngines(t, func(t *testing.T, engine string) {
+		ctx := testCtx(t)
+		w := newReadCacheWorld(t, engine)
+		const writes = 50
+		names := map[string]int{w.agent.Name: 0}
+		for i := 1; i <= writes; i++ {
+			names[nameAt(i)] = i
 		}
-		mu.Lock()
-		committed = i
-		mu.Unlock()
-		time.Sleep(2 * time.Millisecond) // let the readers warm the cache
-	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if st, _ := w.s.ReadCacheStats(); st.Hits == 0 {
-		t.Errorf("no read was served from the cache (%+v): the test proves nothing", st)
-	}
+		var mu sync.Mutex
+		committed := 0 // the last write the writer saw return
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 3 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					mu.Lock()
+					floor := committed
+					mu.Unlock()
+					a, err := w.s.GetAgent(ctx, w.ns.ID, w.agent.ID)
+					if err != nil {
+						errs <- err
+						return
+					}
+					n, ok := names[a.Name]
+					if !ok || n < floor {
+						errs <- fmt.Errorf("read the name %q after write %d had returned: a stale read", a.Name, floor)
+						return
+					}
+				}
+			})
+		}
+		a := w.agent
+		for i := 1; i <= writes; i++ {
+			a.Name, a.UpdatedAt = nameAt(i), a.UpdatedAt.Add(time.Second)
+			if _, err := w.other.UpdateAgent(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			committed = i
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // let the readers warm the cache
+		}
+		close(stop)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if st, _ := w.s.ReadCacheStats(); st.Hits == 0 {
+			t.Errorf("no read was served from the cache (%+v): the test proves nothing", st)
+		}
+	})
 }
 
 func nameAt(i int) string { return fmt.Sprintf("name-%d", i) }
 
-// TestReadCacheOff: on SQLite, and on PostgreSQL with 0 items, there is
-// no read cache and no snapshot query.
+// TestReadCacheOff: with 0 items there is no read cache and no snapshot
+// query; by default both engines have one.
 func TestReadCacheOff(t *testing.T) {
 	ctx := testCtx(t)
-	lite := testdb.SQLite(t)
-	if _, ok := lite.ReadCacheStats(); ok {
-		t.Error("SQLite has a read cache")
-	}
-	pg := testdb.Postgres(t)
-	if _, ok := pg.ReadCacheStats(); !ok {
-		t.Error("PostgreSQL has no read cache by default")
-	}
-	pg.SetReadCacheItems(0)
-	if _, ok := pg.ReadCacheStats(); ok {
-		t.Error("SetReadCacheItems(0) left the read cache on")
-	}
-	for _, s := range []*sqlstore.Store{lite, pg} {
+	for _, s := range []*sqlstore.Store{testdb.SQLite(t), testdb.Postgres(t)} {
+		if _, ok := s.ReadCacheStats(); !ok {
+			t.Errorf("%s has no read cache by default", s.Engine())
+		}
+		s.SetReadCacheItems(0)
+		if _, ok := s.ReadCacheStats(); ok {
+			t.Errorf("%s: SetReadCacheItems(0) left the read cache on", s.Engine())
+		}
 		var sent []string
 		rs := sqlstore.RecordQueriesForTest(s, func(q string, _ []any) { sent = append(sent, q) })
-		if _, err := rs.ListNamespaces(ctx, store.PageRequest{Limit: 5}); err != nil {
-			t.Fatal(err)
+		for range 2 {
+			if _, err := rs.ListNamespaces(ctx, store.PageRequest{Limit: 5}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, q := range sent {
 			if q == sqlstore.SnapshotQueryForTest {
 				t.Errorf("%s without a read cache sent the snapshot query", s.Engine())
 			}
 		}
-		if len(sent) != 1 {
-			t.Errorf("%s without a read cache sent %d queries for one page, want 1", s.Engine(), len(sent))
+		if len(sent) != 2 {
+			t.Errorf("%s without a read cache sent %d queries for the same page twice, want 2", s.Engine(), len(sent))
 		}
 	}
 }
@@ -350,82 +380,77 @@ func TestReadCacheOff(t *testing.T) {
 // the snapshot once; a write the scope makes ends its snapshot, so the
 // scope reads its own write; a new scope sees another process's write.
 func TestReadScope(t *testing.T) {
-	ctx := testCtx(t)
-	w := newReadCacheWorld(t)
-	var mu sync.Mutex
-	snapshots := 0
-	rs := sqlstore.RecordQueriesForTest(w.s, func(q string, _ []any) {
-		if q == sqlstore.SnapshotQueryForTest {
-			mu.Lock()
-			snapshots++
-			mu.Unlock()
+	forReadCacheEngines(t, func(t *testing.T, engine string) {
+		ctx := testCtx(t)
+		w := newReadCacheWorld(t, engine)
+		rs := w.s
+		last := sqlstore.SnapshotsForTest(rs)
+		count := func() uint64 { n := sqlstore.SnapshotsForTest(rs); d := n - last; last = n; return d }
+
+		scope := sqlstore.WithReadScope(ctx)
+		if _, _, err := rs.GetSessionAccess(scope, w.token); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.ListAgents(scope, w.ns.ID, store.PageRequest{Limit: 10}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 1 {
+			t.Errorf("three cached reads in one scope asked for the snapshot %d times, want 1", n)
+		}
+		if _, err := rs.GetAgent(ctx, w.ns.ID, w.agent.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 1 {
+			t.Errorf("a cached read outside a scope asked for the snapshot %d times, want 1", n)
+		}
+
+		// Warm the cache in a scope, write in the same scope, read again.
+		scope = sqlstore.WithReadScope(ctx)
+		warm(t, w.s, "GetAgent in a scope", func() error { _, err := rs.GetAgent(sqlstore.WithReadScope(ctx), w.ns.ID, w.agent.ID); return err })
+		if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
+			t.Fatal(err)
+		}
+		a := w.agent
+		a.Name, a.UpdatedAt = "renamed in the scope", a.UpdatedAt.Add(time.Second)
+		if _, err := rs.UpdateAgent(scope, a); err != nil {
+			t.Fatal(err)
+		}
+		got, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != a.Name {
+			t.Errorf("after its own write (a transaction) the scope reads the name %q, want %q", got.Name, a.Name)
+		}
+		// A write outside a transaction (exec) ends it too.
+		if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.TouchSession(scope, w.token, a.UpdatedAt.Add(time.Hour), a.UpdatedAt.Add(59*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		se, _, err := rs.GetSessionAccess(scope, w.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !se.LastUsedAt.Equal(a.UpdatedAt.Add(time.Hour)) {
+			t.Errorf("after its own TouchSession the scope reads last use %v, want %v", se.LastUsedAt, a.UpdatedAt.Add(time.Hour))
+		}
+
+		// Another process's write: a new scope (the next request) sees it.
+		a.Name, a.UpdatedAt = "renamed elsewhere", a.UpdatedAt.Add(time.Second)
+		if _, err := w.other.UpdateAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		got, err = rs.GetAgent(sqlstore.WithReadScope(ctx), w.ns.ID, w.agent.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != a.Name {
+			t.Errorf("a new scope after another process's write reads the name %q, want %q", got.Name, a.Name)
 		}
 	})
-	count := func() int { mu.Lock(); defer mu.Unlock(); n := snapshots; snapshots = 0; return n }
-
-	scope := sqlstore.WithReadScope(ctx)
-	if _, _, err := rs.GetSessionAccess(scope, w.token); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rs.ListAgents(scope, w.ns.ID, store.PageRequest{Limit: 10}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
-		t.Fatal(err)
-	}
-	if n := count(); n != 1 {
-		t.Errorf("three cached reads in one scope asked for the snapshot %d times, want 1", n)
-	}
-	if _, err := rs.GetAgent(ctx, w.ns.ID, w.agent.ID); err != nil {
-		t.Fatal(err)
-	}
-	if n := count(); n != 1 {
-		t.Errorf("a cached read outside a scope asked for the snapshot %d times, want 1", n)
-	}
-
-	// Warm the cache in a scope, write in the same scope, read again.
-	scope = sqlstore.WithReadScope(ctx)
-	warm(t, w.s, "GetAgent in a scope", func() error { _, err := rs.GetAgent(sqlstore.WithReadScope(ctx), w.ns.ID, w.agent.ID); return err })
-	if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
-		t.Fatal(err)
-	}
-	a := w.agent
-	a.Name, a.UpdatedAt = "renamed in the scope", a.UpdatedAt.Add(time.Second)
-	if _, err := rs.UpdateAgent(scope, a); err != nil {
-		t.Fatal(err)
-	}
-	got, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != a.Name {
-		t.Errorf("after its own write (a transaction) the scope reads the name %q, want %q", got.Name, a.Name)
-	}
-	// A write outside a transaction (exec) ends it too.
-	if _, err := rs.GetAgent(scope, w.ns.ID, w.agent.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rs.TouchSession(scope, w.token, a.UpdatedAt.Add(time.Hour), a.UpdatedAt.Add(59*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	se, _, err := rs.GetSessionAccess(scope, w.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !se.LastUsedAt.Equal(a.UpdatedAt.Add(time.Hour)) {
-		t.Errorf("after its own TouchSession the scope reads last use %v, want %v", se.LastUsedAt, a.UpdatedAt.Add(time.Hour))
-	}
-
-	// Another process's write: a new scope (the next request) sees it.
-	a.Name, a.UpdatedAt = "renamed elsewhere", a.UpdatedAt.Add(time.Second)
-	if _, err := w.other.UpdateAgent(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	got, err = rs.GetAgent(sqlstore.WithReadScope(ctx), w.ns.ID, w.agent.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Name != a.Name {
-		t.Errorf("a new scope after another process's write reads the name %q, want %q", got.Name, a.Name)
-	}
 }

@@ -59,8 +59,8 @@ type Store struct {
 	// copy whose transaction queued work, which is told after its commit.
 	queued   *workHooks
 	enqueued *bool
-	// reads is the read cache (readcache.go): PostgreSQL only, nil on
-	// SQLite, when turned off, and on a transaction-bound copy.
+	// reads is the read cache (readcache.go): nil when turned off and on
+	// a transaction-bound copy.
 	reads *readCache
 	// checkpoints is the SQLite checkpoint goroutine (checkpoint.go),
 	// started by Open and stopped by Close; nil on PostgreSQL.
@@ -245,8 +245,8 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		st.startCheckpoints()
 	} else {
 		st.appends = make(writeGate, 1)
-		st.SetReadCacheItems(DefaultReadCacheItems)
 	}
+	st.SetReadCacheItems(DefaultReadCacheItems)
 	return st, nil
 }
 
@@ -444,6 +444,9 @@ func (s *Store) Close() error {
 	}
 	s.stopCheckpoints()
 	s.stmts.reset()
+	if s.reads != nil && s.reads.watch != nil {
+		s.reads.watch.close()
+	}
 	return s.db.Close()
 }
 
