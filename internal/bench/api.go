@@ -132,7 +132,7 @@ func openAPIEnv(ctx context.Context, engine, databaseURL, dir string, sc Scale, 
 	return e, nil
 }
 
-// measure measures sc on e's engine; with a read cache (PostgreSQL), the
+// measure measures sc on e's engine; with a read cache (the default), the
 // row's note gives the share of its cached reads, warm-up included, that
 // were served from the cache.
 func (e *apiEnv) measure(ctx context.Context, sc scenario, lim Limits) (Result, error) {

@@ -31,7 +31,7 @@ type Options struct {
 	SignIns     int    // sign-ins of the RSS burst (with OccBin); 0 skips it
 	Baseline    bool   // measure the bare net/http rows (baseline.go) before the API rows
 	Floor       bool   // measure each engine's store floor rows (floor.go) after its API rows
-	// ReadCacheItems sizes the PostgreSQL read cache as
+	// ReadCacheItems sizes the store's read cache as
 	// --database-read-cache-items does (0: off); negative means the default.
 	ReadCacheItems int
 	ModuleDir      string // where `go test` runs the files benchmark

@@ -45,11 +45,10 @@ type Config struct {
 	// max_connections (100 by default), and on SQLite each connection keeps
 	// its own page cache.
 	DatabaseMaxConnections int
-	// DatabaseReadCacheItems sizes the PostgreSQL read cache (sqlstore's
+	// DatabaseReadCacheItems sizes the store's read cache (sqlstore's
 	// readcache.go), in items (an Agent, a Namespace, an audit event, a
 	// grant); 0 turns it off. A cached result is served only while the
-	// database's snapshot is unchanged, so it is never stale. SQLite has
-	// none.
+	// database's snapshot is unchanged, so it is never stale.
 	DatabaseReadCacheItems int
 	// PublicOrigin is the scheme://host[:port] that browsers use to reach
 	// OCC. Session-cookie requests must carry exactly this Origin, so it

@@ -72,7 +72,7 @@ var options = []option{
 	{
 		flag: "database-read-cache-items", env: "OCC_DATABASE_READ_CACHE_ITEMS", yaml: "databaseReadCacheItems", typ: "int",
 		def:   strconv.Itoa(DefaultDatabaseReadCacheItems),
-		usage: "PostgreSQL only: items (Agents, Namespaces, audit events, grants) of API reads kept and served again while the database's snapshot is unchanged; 0 turns it off",
+		usage: "items (Agents, Namespaces, audit events, grants) of API reads kept and served again while the database's snapshot is unchanged; 0 turns it off",
 		set:   func(c *Config, s string) error { return setInt(&c.DatabaseReadCacheItems, s) },
 	},
 	{

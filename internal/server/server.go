@@ -545,7 +545,7 @@ func (o *observability) close(logger *slog.Logger) {
 	}
 }
 
-// readCacher is a store with a read cache (sqlstore on PostgreSQL).
+// readCacher is a store with a read cache (sqlstore).
 type readCacher interface {
 	ReadCacheStats() (sqlstore.ReadCacheStats, bool)
 }

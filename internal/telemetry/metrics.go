@@ -193,10 +193,10 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // ReadCacheFunc reports the store's read cache lookups so far, and false
-// when the store has none (SQLite, or turned off).
+// when the store has none (turned off).
 type ReadCacheFunc func() (hits, misses uint64, ok bool)
 
-// RegisterReadCache exports the PostgreSQL read cache's lookups by result
+// RegisterReadCache exports the store's read cache lookups by result
 // (hit: served from the cache; miss: read from the database), read at
 // every scrape; no series when stats reports no cache.
 func (m *Metrics) RegisterReadCache(stats ReadCacheFunc) {
@@ -204,7 +204,7 @@ func (m *Metrics) RegisterReadCache(stats ReadCacheFunc) {
 		return
 	}
 	m.reg.MustRegister(&readCacheCollector{stats: stats,
-		desc: prometheus.NewDesc(MetricStoreReadCache, "Cached store reads (the session and API key lookups, one Agent, the Agent, Namespace and audit pages) on PostgreSQL by result: hit (the database's snapshot was unchanged, the kept result served) or miss (read from the database).", []string{"result"}, nil)})
+		desc: prometheus.NewDesc(MetricStoreReadCache, "Cached store reads (the session and API key lookups, one Agent, the Agent, Namespace and audit pages) by result: hit (the database's snapshot was unchanged, the kept result served) or miss (read from the database).", []string{"result"}, nil)})
 }
 
 type readCacheCollector struct {

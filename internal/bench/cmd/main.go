@@ -26,7 +26,7 @@ func main() {
 	flag.IntVar(&o.SignIns, "signins", 100, "sign-ins of the RSS burst, with -occ (0: skip)")
 	flag.BoolVar(&o.Baseline, "baseline", true, "measure a bare net/http server spending fixed CPU per request, with the API rows' client and concurrency")
 	flag.BoolVar(&o.Floor, "floor", true, "after each engine's API rows, measure its store floor: the same store calls behind a bare net/http server")
-	flag.IntVar(&o.ReadCacheItems, "read-cache-items", -1, "PostgreSQL read cache size as --database-read-cache-items (0: off; negative: occ server's default)")
+	flag.IntVar(&o.ReadCacheItems, "read-cache-items", -1, "read cache size as --database-read-cache-items (0: off; negative: occ server's default)")
 	flag.StringVar(&o.ModuleDir, "module", ".", "module root, where the files benchmark runs")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the API measurements to this file")
 	flag.StringVar(&o.MemProfile, "memprofile", "", "write an allocation profile of the API measurements to this file")
