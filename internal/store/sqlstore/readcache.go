@@ -101,8 +101,11 @@ func (s *Store) ReadCacheStats() (ReadCacheStats, bool) {
 	return ReadCacheStats{Hits: s.reads.hits.Load(), Misses: s.reads.misses.Load()}, true
 }
 
-// dbSnapshot is a server's snapshot as pg_current_snapshot() prints it,
-// with the server's start time: "xmin:xmax:xip,...@start".
+// dbSnapshot is the database's state as the read cache compares it. On
+// PostgreSQL, text is pg_current_snapshot() with the server's start time,
+// "xmin:xmax:xip,...@start" (parsePGSnapshot); on SQLite it is
+// "sqlite:generation:data_version", start the watching connection's
+// generation and xmin = xmax the data_version (sqliteWatch.snapshot).
 type dbSnapshot struct {
 	text       string
 	start      string
