@@ -461,7 +461,10 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	}
 	defer st.Close()
 	st.SetMaxConnections(cfg.DatabaseMaxConnections)
-	st.SetReadCacheItems(cfg.DatabaseReadCacheItems)
+	// No read cache: it keeps what API requests read, and a worker serves
+	// none; its deployments commit, so its own reads would all miss and
+	// each pay the snapshot check.
+	st.SetReadCacheItems(0)
 	logger, obs, err := observe(ctx, cfg, st, logger)
 	if err != nil {
 		return err
