@@ -48,9 +48,7 @@ func openFloorEnv(st *sqlstore.Store, tokenHash []byte, bigNS string, middle *st
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			ctx := r.Context()
 			slots <- struct{}{}
-			if _, cached := st.ReadCacheStats(); cached {
-				ctx = sqlstore.WithReadScope(ctx) // as the API server's requests
-			}
+			ctx = sqlstore.WithReadScope(ctx) // as the API server's requests
 			_, _, err := st.GetSessionAccess(ctx, tokenHash)
 			if err != nil {
 				err = fmt.Errorf("session: %w", err)

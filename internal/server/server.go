@@ -176,13 +176,7 @@ func New(o Options) *Server {
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
 	}
-	var admittedInner http.Handler = adm.wrap(telemetry.Route(mux))
-	if rc, ok := o.Store.(readCacher); ok {
-		if _, on := rc.ReadCacheStats(); on {
-			admittedInner = readScoped(admittedInner)
-		}
-	}
-	admitted := newInflight(o.MaxRequestsInFlight, DefaultRequestQueueWait, uncounted, o.Metrics).wrap(admittedInner)
+	admitted := newInflight(o.MaxRequestsInFlight, DefaultRequestQueueWait, uncounted, o.Metrics).wrap(readScoped(adm.wrap(telemetry.Route(mux))))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := probes[r.URL.Path]; ok {
 			p.ServeHTTP(w, r)
@@ -548,15 +542,11 @@ func (o *observability) close(logger *slog.Logger) {
 	}
 }
 
-// readCacher is a store with a read cache (sqlstore).
-type readCacher interface {
-	ReadCacheStats() (sqlstore.ReadCacheStats, bool)
-}
-
 // readScoped gives each admitted request a read scope
 // (sqlstore.WithReadScope), after its turn: the store's cached reads
 // (the session lookup, then the Agent or page it authorizes) ask the
 // database for its snapshot once per request instead of once per read.
+// Without a read cache the scope is never used.
 func readScoped(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r.WithContext(sqlstore.WithReadScope(r.Context())))

@@ -200,8 +200,8 @@ func TestSignedInReadQueries(t *testing.T) {
 
 // TestReadScopePerRequest: on PostgreSQL an API request asks for the
 // database's snapshot once (sqlstore.WithReadScope), though its session
-// lookup and the page it reads both go through the read cache; a request
-// that writes asks again after its write.
+// lookup and the page it reads both go through the read cache. (That a
+// request's own write ends its scope is sqlstore's TestReadScope.)
 func TestReadScopePerRequest(t *testing.T) {
 	exp, tp := testTraces()
 	e := newEnvWith(t, testdb.Postgres(t), server.Options{TracerProvider: tp})

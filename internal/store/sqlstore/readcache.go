@@ -172,8 +172,8 @@ func (c *readCache) get(snap dbSnapshot, key string) (any, bool) {
 }
 
 // put caches v, read under snap (or a later snapshot: see cachedRead).
-func (c *readCache) put(snap dbSnapshot, key string, v any, items int) {
-	items = max(items, 1)
+func (c *readCache) put(snap dbSnapshot, key string, v any) {
+	items := itemCount(v)
 	if items > c.maxItems {
 		return
 	}
@@ -225,7 +225,7 @@ func cachedRead[T any](ctx context.Context, s *Store, op, key string, clone func
 	if err != nil {
 		return v, err
 	}
-	c.put(snap, key, clone(v), itemCount(v))
+	c.put(snap, key, clone(v))
 	return v, nil
 }
 
@@ -372,21 +372,23 @@ func endReadScope(ctx context.Context) {
 	}
 }
 
-// itemCount is an entry's size in items, for maxItems.
+// itemCount is an entry's size in items, for maxItems: at least 1 (an
+// empty page still takes an entry).
 func itemCount(v any) int {
+	n := 1
 	switch v := v.(type) {
 	case store.Page[store.Agent]:
-		return len(v.Items)
+		n = len(v.Items)
 	case store.Page[store.Namespace]:
-		return len(v.Items)
+		n = len(v.Items)
 	case []store.AuditEvent:
-		return len(v)
+		n = len(v)
 	case sessionAccess:
-		return 1 + len(v.access.Grants) + len(v.access.Restrictions)
+		n = 1 + len(v.access.Grants) + len(v.access.Restrictions)
 	case apiKeyAccess:
-		return 1 + len(v.access.Grants) + len(v.access.Restrictions)
+		n = 1 + len(v.access.Grants) + len(v.access.Restrictions)
 	}
-	return 1
+	return max(n, 1)
 }
 
 // sessionAccess is GetSessionAccess's result, as cached.

@@ -80,35 +80,40 @@ func TestReadCachePut(t *testing.T) {
 	s2, _ := parsePGSnapshot("10:13:10,11@a")
 	page := func(n int) store.Page[store.Agent] { return store.Page[store.Agent]{Items: make([]store.Agent, n)} }
 	c := &readCache{entries: map[string]any{}, maxItems: 10}
-	c.put(s1, "a", page(4), 4)
+	c.put(s1, "a", page(4))
 	if _, ok := c.get(s1, "a"); !ok {
 		t.Fatal("an entry is not served under its own snapshot")
 	}
 	if _, ok := c.get(s2, "a"); ok {
 		t.Fatal("an entry is served under another snapshot")
 	}
-	c.put(s2, "b", page(2), 2)
+	c.put(s2, "b", page(2))
 	if _, ok := c.get(s2, "a"); ok || len(c.entries) != 1 || c.items != 2 {
 		t.Fatalf("a newer snapshot's entry left the older entries: %d entries, %d items", len(c.entries), c.items)
 	}
-	c.put(s1, "c", page(1), 1)
+	c.put(s1, "c", page(1))
 	if _, ok := c.get(s1, "c"); ok {
 		t.Fatal("an entry read under an older snapshot was cached")
 	}
-	c.put(s2, "b", page(5), 5) // replaces b: 5 items, not 7
+	c.put(s2, "b", page(5)) // replaces b: 5 items, not 7
 	if c.items != 5 {
 		t.Fatalf("replacing an entry counts %d items, want 5", c.items)
 	}
-	c.put(s2, "d", page(5), 5) // at the limit: kept
+	c.put(s2, "d", page(5)) // at the limit: kept
 	if c.items != 10 || len(c.entries) != 2 {
 		t.Fatalf("at the limit: %d entries, %d items; want 2 and 10", len(c.entries), c.items)
 	}
-	c.put(s2, "e", page(1), 1) // past it: the cache starts over
+	c.put(s2, "e", page(1)) // past it: the cache starts over
 	if c.items != 1 || len(c.entries) != 1 {
 		t.Fatalf("past the limit: %d entries, %d items; want 1 and 1", len(c.entries), c.items)
 	}
-	c.put(s2, "f", page(11), 11) // bigger than the whole cache: not kept
-	if _, ok := c.get(s2, "f"); ok || c.items != 1 {
+	c.put(s2, "g", page(0)) // an empty page takes one item, replaced or not
+	c.put(s2, "g", page(0))
+	if c.items != 2 || len(c.entries) != 2 {
+		t.Fatalf("an empty page put twice: %d entries, %d items; want 2 and 2", len(c.entries), c.items)
+	}
+	c.put(s2, "f", page(11)) // bigger than the whole cache: not kept
+	if _, ok := c.get(s2, "f"); ok || c.items != 2 {
 		t.Fatalf("an entry bigger than the cache was kept (%d items)", c.items)
 	}
 	if st := (ReadCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load()}); st != (ReadCacheStats{Hits: 1, Misses: 4}) {
