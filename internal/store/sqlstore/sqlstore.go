@@ -41,6 +41,10 @@ type Store struct {
 	q     querier // db, or tx for a transaction-bound copy
 	tx    *sql.Tx // nil outside a transaction
 	stmts *stmtCache
+	// unprepared, on a transaction-bound copy on SQLite, collects the
+	// statements the transaction ran unprepared, for inTx to prepare
+	// after the commit (see cached).
+	unprepared *[]string
 	// erase is shared by the owner and its transaction-bound copies (see
 	// erase.go); erased is set on a transaction-bound copy whose
 	// transaction cleared staged files.
@@ -106,8 +110,9 @@ func (g writeGate) release() {
 }
 
 // stmtCache holds SQLite prepared statements by query text, so that a
-// query outside a transaction is parsed once per connection instead of on
-// every call (parsing was the largest CPU cost of a request; pgx already
+// statement is parsed once per connection instead of on every call
+// (parsing was the largest CPU cost of a request, and a seventh of a
+// workspace file PUT's CPU was parsing its audit appends; pgx already
 // caches statements per connection on PostgreSQL). It holds at most
 // maxCachedStmts: queries built from filters (the audit log) have a
 // bounded number of shapes, and past the bound queries simply run
@@ -123,6 +128,13 @@ const maxCachedStmts = 256
 // stmt returns the cached statement for query, preparing it on first use;
 // nil (run unprepared) when the cache is full or preparing fails, in which
 // case running the query reports the error.
+// lookup returns the cached statement for query, or nil.
+func (c *stmtCache) lookup(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query]
+}
+
 func (c *stmtCache) stmt(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
 	c.mu.Lock()
 	st, ok := c.m[query]
@@ -529,8 +541,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 	}()
 	erased, enqueued := false, false
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, erase: s.erase, erased: &erased, writers: s.writers, appends: s.appends,
-		queued: s.queued, enqueued: &enqueued}); err != nil {
+	var unprepared []string
+	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, unprepared: &unprepared, erase: s.erase, erased: &erased,
+		writers: s.writers, appends: s.appends, queued: s.queued, enqueued: &enqueued}); err != nil {
 		return err
 	}
 	done = true
@@ -549,6 +562,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	if enqueued {
 		s.queued.tell()
 	}
+	// Prepared now, holding no connection, for the next transaction; a
+	// failure only leaves the statement unprepared.
+	for _, q := range unprepared {
+		s.stmts.stmt(ctx, s.db, q)
+	}
 	return nil
 }
 
@@ -559,8 +577,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 // statement's text, which is constant SQL with placeholders: argument
 // values, which can be secrets' hashes or workspace content, are never
 // recorded.
-// On SQLite outside a transaction, query and queryRow run a cached
-// prepared statement (stmtCache); writes and transactions run as before.
+// On SQLite, exec, query and queryRow run a cached prepared statement
+// (stmtCache), and in a transaction exec and queryRow do (see cached).
 // Only exec and inTx pass the SQLite write gate: a write that reads its
 // result back (UPDATE ... RETURNING) goes through query or queryRow, so it
 // runs inside inTx (TestWriteGateCoversEveryWrite).
@@ -574,7 +592,13 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 		}
 		defer s.writers.release()
 	}
-	res, err := s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	var res sql.Result
+	var err error
+	if st := s.cached(ctx, query, true); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = s.q.ExecContext(ctx, s.d.rebind(query), args...)
+	}
 	endSpan(span, err)
 	if s.tx == nil {
 		endReadScope(ctx) // a write of its own: see WithReadScope
@@ -586,7 +610,7 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 	ctx, span := s.span(ctx, query)
 	var rows *sql.Rows
 	var err error
-	if st := s.cached(ctx, query); st != nil {
+	if st := s.cached(ctx, query, false); st != nil {
 		rows, err = st.QueryContext(ctx, args...)
 	} else {
 		rows, err = s.q.QueryContext(ctx, s.d.rebind(query), args...)
@@ -619,7 +643,7 @@ func mayWrite(query string) bool {
 func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx, span := s.span(ctx, query)
 	var row *sql.Row
-	if st := s.cached(ctx, query); st != nil {
+	if st := s.cached(ctx, query, true); st != nil {
 		row = st.QueryRowContext(ctx, args...)
 	} else {
 		row = s.q.QueryRowContext(ctx, s.d.rebind(query), args...)
@@ -692,14 +716,43 @@ func (s *Store) QueueDepth(ctx context.Context) (map[string]int64, error) {
 
 }
 
-func (s *Store) cached(ctx context.Context, query string) *sql.Stmt {
-	if s.tx != nil || s.stmts == nil || s.d.engine() != EngineSQLite {
+// cached returns the prepared statement to run query with on SQLite, or
+// nil to run it unprepared (on PostgreSQL, where pgx caches statements
+// itself, and under a test's recording querier, which sees every query).
+//
+// Outside a transaction it is the store's statement, which database/sql
+// prepares on each pooled connection at its first use there. Inside one it
+// is that statement bound to the transaction (Tx.StmtContext reuses what
+// is already prepared on the transaction's connection). Only exec and
+// queryRow use it in a transaction (inTx is true): the statement is stepped
+// to its end within the call, so it cannot reset a result set of the same
+// statement still being read on that connection, as a query's open rows
+// could. A statement not prepared yet is not prepared inside the
+// transaction, since preparing takes a second pooled connection, which
+// with every connection busy (one, on a pool of one) would wait on the one
+// the transaction holds; it runs unprepared and inTx prepares it after the
+// commit, for the next transaction.
+func (s *Store) cached(ctx context.Context, query string, inTx bool) *sql.Stmt {
+	if s.stmts == nil || s.d.engine() != EngineSQLite {
 		return nil
 	}
-	if _, ok := s.q.(*sql.DB); !ok { // a test's recording querier sees every query
-		return nil
+	switch q := s.q.(type) {
+	case *sql.DB:
+		return s.stmts.stmt(ctx, s.db, query)
+	case *sql.Tx:
+		if !inTx {
+			return nil
+		}
+		st := s.stmts.lookup(query)
+		if st == nil {
+			if s.unprepared != nil && len(*s.unprepared) < maxCachedStmts {
+				*s.unprepared = append(*s.unprepared, query)
+			}
+			return nil
+		}
+		return q.StmtContext(ctx, st)
 	}
-	return s.stmts.stmt(ctx, s.db, query)
+	return nil
 }
 
 // t encodes a time argument for the engine.
