@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -94,8 +95,25 @@ func (s *Store) getAgent(ctx context.Context, namespaceID, id string) (store.Age
 // transaction the query sees that transaction. A dangling active revision
 // id (no row) leaves ActiveRevision nil rather than failing: the caller
 // decides what an Agent without a usable revision means. action is for the
-// authorizing wrapper; the store ignores it.
+// authorizing wrapper; the store ignores it. It reads through the read
+// cache (readcache.go).
 func (s *Store) GetAgentFor(ctx context.Context, _ store.Action, namespaceID, id string) (store.AgentScope, error) {
+	return cachedRead(ctx, s, "get agent", cacheKey("agent scope", namespaceID, id), cloneAgentScope,
+		func() (store.AgentScope, error) { return s.getAgentFor(ctx, namespaceID, id) })
+}
+
+// cloneAgentScope copies the active revision and its configuration, the
+// parts of an AgentScope a caller could change under the cache.
+func cloneAgentScope(a store.AgentScope) store.AgentScope {
+	if a.ActiveRevision != nil {
+		r := *a.ActiveRevision
+		r.Configuration = bytes.Clone(r.Configuration)
+		a.ActiveRevision = &r
+	}
+	return a
+}
+
+func (s *Store) getAgentFor(ctx context.Context, namespaceID, id string) (store.AgentScope, error) {
 	var out store.AgentScope
 	a, ns := &out.Agent, &out.Namespace
 	var status, runtime, nsStatus string

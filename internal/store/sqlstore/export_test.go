@@ -91,3 +91,10 @@ func SnapshotsForTest(s *Store) uint64 {
 	}
 	return s.reads.snapshots.Load()
 }
+
+// SetActiveRevisionForTest points the Agent at the revision id, as an
+// activation does, without the rest of the activation.
+func SetActiveRevisionForTest(ctx context.Context, s *Store, namespaceID, agentID, id string) error {
+	_, err := s.exec(ctx, `UPDATE agents SET active_revision_id = ? WHERE namespace_id = ? AND id = ?`, id, namespaceID, agentID)
+	return err
+}

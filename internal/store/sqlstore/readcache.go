@@ -65,9 +65,13 @@ type readCache struct {
 }
 
 // DefaultReadCacheItems is the read cache's default size, in items (an
-// Agent, a Namespace, an audit event, a grant): about 300 bytes each, so
-// about 6 MB when full.
+// Agent, a Namespace, an audit event, a grant, or itemBytes of an active
+// revision's configuration): about 300 bytes each, so about 6 MB when
+// full.
 const DefaultReadCacheItems = 20000
+
+// itemBytes is about what one item holds.
+const itemBytes = 300
 
 // ReadCacheStats are the read cache's lookups since the store opened:
 // Hits were served from it, Misses read from the database (the snapshot
@@ -387,6 +391,12 @@ func itemCount(v any) int {
 		n = 1 + len(v.access.Grants) + len(v.access.Restrictions)
 	case apiKeyAccess:
 		n = 1 + len(v.access.Grants) + len(v.access.Restrictions)
+	case store.AgentScope:
+		// A configuration document can reach 48 KiB: it counts as the
+		// items its size would be.
+		if v.ActiveRevision != nil {
+			n = 1 + len(v.ActiveRevision.Configuration)/itemBytes
+		}
 	}
 	return max(n, 1)
 }

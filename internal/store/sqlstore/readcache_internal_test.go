@@ -189,3 +189,28 @@ func TestSQLiteWatchGenerations(t *testing.T) {
 		t.Error("a closed watch gave a snapshot")
 	}
 }
+
+// TestItemCountAgentScope: an Agent's scope counts the items its active
+// revision's configuration would be, so that 20,000 scopes of 48 KiB
+// documents cannot hold a gigabyte.
+func TestItemCountAgentScope(t *testing.T) {
+	withConfig := func(n int) store.AgentScope {
+		return store.AgentScope{ActiveRevision: &store.Revision{Configuration: make([]byte, n)}}
+	}
+	tests := []struct {
+		name  string
+		scope store.AgentScope
+		want  int
+	}{
+		{"no active revision", store.AgentScope{}, 1},
+		{"an empty configuration", withConfig(0), 1},
+		{"one byte short of an item", withConfig(itemBytes - 1), 1},
+		{"one item's bytes", withConfig(itemBytes), 2},
+		{"48 KiB", withConfig(48 << 10), 1 + (48<<10)/itemBytes},
+	}
+	for _, tt := range tests {
+		if got := itemCount(tt.scope); got != tt.want {
+			t.Errorf("%s: itemCount = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -126,6 +126,17 @@ func TestReadCacheSeesOtherProcessesWrites(t *testing.T) {
 				_, err := w.other.UpdateAgent(ctx, a)
 				return err
 			}},
+		{"GetAgentFor after a rename",
+			func(w readCacheWorld, s *sqlstore.Store) (any, error) {
+				a, err := s.GetAgentFor(ctx, store.ActionOperate, w.ns.ID, w.agent.ID)
+				return a.Agent.Name, err
+			},
+			func(w readCacheWorld) error {
+				a := w.agent
+				a.Name, a.UpdatedAt = "after", a.UpdatedAt.Add(time.Second)
+				_, err := w.other.UpdateAgent(ctx, a)
+				return err
+			}},
 		{"ListAgents after a create",
 			func(w readCacheWorld, s *sqlstore.Store) (any, error) {
 				p, err := s.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
@@ -226,6 +237,15 @@ func TestReadCacheResultsAreCopies(t *testing.T) {
 	forReadCacheEngines(t, func(t *testing.T, engine string) {
 		ctx := testCtx(t)
 		w := newReadCacheWorld(t, engine)
+		rev, err := w.s.CreateRevision(ctx, store.Revision{ID: ids.New(ids.Revision), NamespaceID: w.ns.ID, AgentID: w.agent.ID,
+			ConfigurationID: w.agent.ConfigurationID, ConfigurationKind: store.ConfigurationKindAgent, ConfigurationGeneration: 1,
+			Configuration: json.RawMessage(`{"a":1}`), ComputeDriverID: "local", CreatedBy: w.user.ID, CreatedAt: w.ns.CreatedAt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlstore.SetActiveRevisionForTest(ctx, w.s, w.ns.ID, w.agent.ID, rev.ID); err != nil {
+			t.Fatal(err)
+		}
 		var page store.Page[store.Agent]
 		warm(t, w.s, "ListAgents", func() (err error) {
 			page, err = w.s.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
@@ -242,6 +262,13 @@ func TestReadCacheResultsAreCopies(t *testing.T) {
 		})
 		events[0].Action = "changed"
 		events[0].Details = map[string]string{"changed": "yes"}
+		var scope store.AgentScope
+		warm(t, w.s, "GetAgentFor", func() (err error) {
+			scope, err = w.s.GetAgentFor(ctx, store.ActionRead, w.ns.ID, w.agent.ID)
+			return err
+		})
+		scope.ActiveRevision.Configuration[2] = 'b'
+		scope.ActiveRevision.ComputeDriverID = "changed"
 
 		// Read again until served from the cache, then compare with the
 		// database as the other process reads it.
@@ -259,10 +286,16 @@ func TestReadCacheResultsAreCopies(t *testing.T) {
 			gotEvents, err = w.s.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
 			return err
 		})
+		var gotScope store.AgentScope
+		warm(t, w.s, "GetAgentFor again", func() (err error) {
+			gotScope, err = w.s.GetAgentFor(ctx, store.ActionRead, w.ns.ID, w.agent.ID)
+			return err
+		})
 		wantPage, err1 := w.other.ListAgents(ctx, w.ns.ID, store.PageRequest{Limit: 10})
 		_, wantAcc, err2 := w.other.GetSessionAccess(ctx, w.token)
 		wantEvents, err3 := w.other.ListAuditEvents(ctx, store.AuditFilter{}, nil, 10)
-		for _, err := range []error{err1, err2, err3} {
+		wantScope, err4 := w.other.GetAgentFor(ctx, store.ActionRead, w.ns.ID, w.agent.ID)
+		for _, err := range []error{err1, err2, err3, err4} {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,6 +308,9 @@ func TestReadCacheResultsAreCopies(t *testing.T) {
 		}
 		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
 			t.Errorf("ListAuditEvents (-database +cached):\n%s", diff)
+		}
+		if diff := cmp.Diff(wantScope, gotScope); diff != "" {
+			t.Errorf("GetAgentFor (-database +cached):\n%s", diff)
 		}
 	})
 }
