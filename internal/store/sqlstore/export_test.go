@@ -54,6 +54,7 @@ func WithoutWriteGateForTest(s *Store) *Store {
 	c := *s
 	c.writers = nil
 	c.appends = nil
+	c.w = nil // and on any pooled connection, as before the writer
 	return &c
 }
 
@@ -70,12 +71,11 @@ func HoldWriteGateForTest(t testing.TB, s *Store) (release func()) {
 // CommitCheckpointsForTest makes s checkpoint as SQLite does by default,
 // in the connection whose commit takes the WAL past 1,000 pages, instead of
 // in the background: the baseline of BenchmarkAppendAuditEvent. It stops
-// the checkpoint goroutine and keeps one connection, the one the pragma is
-// set on.
+// the checkpoint goroutine and sets the pragma on the writer, the one
+// connection that commits.
 func CommitCheckpointsForTest(ctx context.Context, s *Store) error {
 	s.stopCheckpoints()
-	s.db.SetMaxOpenConns(1)
-	_, err := s.db.ExecContext(ctx, `PRAGMA wal_autocheckpoint(1000)`)
+	_, err := s.w.db.ExecContext(ctx, `PRAGMA wal_autocheckpoint(1000)`)
 	return err
 }
 

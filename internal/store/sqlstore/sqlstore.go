@@ -41,6 +41,9 @@ type Store struct {
 	q     querier // db, or tx for a transaction-bound copy
 	tx    *sql.Tx // nil outside a transaction
 	stmts *stmtCache
+	// w is SQLite's writer: the one connection every write goes through
+	// (see writer); nil on PostgreSQL.
+	w *writer
 	// unprepared, on a transaction-bound copy on SQLite, collects the
 	// statements the transaction ran unprepared, for inTx to prepare
 	// after the commit (see cached).
@@ -166,6 +169,38 @@ func (c *stmtCache) reset() {
 	c.m = map[string]*sql.Stmt{}
 }
 
+// writer is SQLite's pool of one connection for writes: every
+// transaction and every write outside one runs on it, with its own
+// statement cache. The write gate lets one write at a time through
+// anyway; on one connection, each write finds the pages the previous
+// one read still in its page cache, which SQLite empties in a connection
+// that finds the file changed by another since its last transaction (it
+// was every write's B-tree pages read again with a system call each,
+// since writes took whichever pooled connection was free).
+type writer struct {
+	db    *sql.DB
+	stmts *stmtCache
+}
+
+func openWriter(d dialect, dsn string) (*writer, error) {
+	db, err := sql.Open(d.driverName(), dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return &writer{db: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}}, nil
+}
+
+// writeDB is the pool transactions and writes outside them run on, and
+// its statement cache.
+func (s *Store) writeDB() (*sql.DB, *stmtCache) {
+	if s.w != nil {
+		return s.w.db, s.w.stmts
+	}
+	return s.db, s.stmts
+}
+
 var _ store.Store = (*Store)(nil)
 
 // querier is what *sql.DB and *sql.Tx have in common.
@@ -253,6 +288,10 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{},
 		path: sqliteFile, onThisHost: onThisHost}
 	if d.engine() == EngineSQLite {
+		if st.w, err = openWriter(d, dsn); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("sqlstore: open %s database %s: %w", d.engine(), display, err)
+		}
 		st.writers = make(writeGate, 1)
 		st.startCheckpoints()
 	} else {
@@ -459,6 +498,10 @@ func (s *Store) Close() error {
 	if s.reads != nil && s.reads.watch != nil {
 		s.reads.watch.close()
 	}
+	if s.w != nil {
+		s.w.stmts.reset()
+		_ = s.w.db.Close()
+	}
 	return s.db.Close()
 }
 
@@ -483,6 +526,9 @@ func (s *Store) migrationProvider() (*goose.Provider, error) {
 		return nil, errors.New("sqlstore: migrations cannot run inside a transaction")
 	}
 	s.stmts.reset()
+	if s.w != nil {
+		s.w.stmts.reset()
+	}
 	fsys, err := fs.Sub(migrations, "migrations/"+s.d.engine())
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: migrations: %w", err)
@@ -530,7 +576,10 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 			s.writers.release()
 		}
 	}()
-	tx, err := s.db.BeginTx(ctx, nil)
+	_, span := s.span(ctx, "BEGIN")
+	db, stmts := s.writeDB()
+	tx, err := db.BeginTx(ctx, nil)
+	endSpan(span, err)
 	if err != nil {
 		return s.dbErr("begin transaction", err)
 	}
@@ -542,12 +591,14 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	}()
 	erased, enqueued := false, false
 	var unprepared []string
-	if err := fn(&Store{d: s.d, db: s.db, q: tx, tx: tx, stmts: s.stmts, unprepared: &unprepared, erase: s.erase, erased: &erased,
+	if err := fn(&Store{d: s.d, db: s.db, w: s.w, q: tx, tx: tx, stmts: stmts, unprepared: &unprepared, erase: s.erase, erased: &erased,
 		writers: s.writers, appends: s.appends, queued: s.queued, enqueued: &enqueued}); err != nil {
 		return err
 	}
 	done = true
+	_, span = s.span(ctx, "COMMIT")
 	err = tx.Commit()
+	endSpan(span, err)
 	held = false
 	s.writers.release()
 	endReadScope(ctx) // also when the outcome is unknown
@@ -565,7 +616,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	// Prepared now, holding no connection, for the next transaction; a
 	// failure only leaves the statement unprepared.
 	for _, q := range unprepared {
-		s.stmts.stmt(ctx, s.db, q)
+		stmts.stmt(ctx, db, q)
 	}
 	return nil
 }
@@ -594,7 +645,14 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	}
 	var res sql.Result
 	var err error
-	if st := s.cached(ctx, query, true); st != nil {
+	if _, pooled := s.q.(*sql.DB); pooled && s.w != nil {
+		// A write outside a transaction runs on the writer too.
+		if st := s.w.stmts.stmt(ctx, s.w.db, query); st != nil {
+			res, err = st.ExecContext(ctx, args...)
+		} else {
+			res, err = s.w.db.ExecContext(ctx, query, args...)
+		}
+	} else if st := s.cached(ctx, query, true); st != nil {
 		res, err = st.ExecContext(ctx, args...)
 	} else {
 		res, err = s.q.ExecContext(ctx, s.d.rebind(query), args...)

@@ -12,12 +12,12 @@ import (
 	"github.com/openclaw/occ/internal/store"
 )
 
-// TestTransactionStatementsPrepared: on a pool of one connection (where
-// preparing inside the transaction would wait for a second connection
-// that never comes), a transaction's first run prepares nothing inside
-// it, its commit prepares what it ran, and the next run of the same
-// transaction runs every exec and queryRow prepared. A query (open rows)
-// is never bound to the transaction.
+// TestTransactionStatementsPrepared: on SQLite's writer, a pool of one
+// connection (where preparing inside the transaction would wait for a
+// second connection that never comes), a transaction's first run
+// prepares nothing inside it, its commit prepares what it ran, and the
+// next run of the same transaction runs every exec and queryRow
+// prepared. A query (open rows) is never bound to the transaction.
 func TestTransactionStatementsPrepared(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a deadlock fails, not hangs
 	defer cancel()
@@ -30,7 +30,6 @@ func TestTransactionStatementsPrepared(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetMaxConnections(1)
-	s.SetReadCacheItems(0) // the read cache's watch would hold no pooled connection, but keep the pool to the test
 
 	appendOne := func() []string {
 		t.Helper()
@@ -47,10 +46,14 @@ func TestTransactionStatementsPrepared(t *testing.T) {
 		return unprepared
 	}
 	first := appendOne()
+	_, stmts := s.writeDB()
+	if stmts == s.stmts {
+		t.Fatal("SQLite's transactions run on the read pool, not on the writer")
+	}
 	var kinds []string
 	for _, q := range first {
 		kinds = append(kinds, strings.Fields(q)[0])
-		if s.stmts.lookup(q) == nil {
+		if stmts.lookup(q) == nil {
 			t.Errorf("after the commit, %.40q is not prepared", q)
 		}
 	}
@@ -72,6 +75,15 @@ func TestTransactionStatementsPrepared(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// A write outside a transaction runs on the writer too.
+	touch := `UPDATE sessions SET last_used_at = ? WHERE token_hash = ? AND last_used_at < ?`
+	if _, err := s.TouchSession(ctx, []byte("no such session"), time.Now(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if stmts.lookup(touch) == nil || s.stmts.lookup(touch) != nil {
+		t.Error("TouchSession (an exec outside a transaction) did not run on the writer")
 	}
 
 	events, err := s.ListAuditEvents(ctx, store.AuditFilter{Action: "test.append"}, nil, 10)
