@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/openclaw/occ/internal/agentgw"
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
@@ -351,4 +354,119 @@ func revisionFor(b testing.TB, le *deployEnv, agent string) compute.Revision {
 	}
 	le.must("GET", "/namespaces/"+le.ns+"/agents/"+agent, nil, le.admin, 200, &a)
 	return compute.Revision{ID: a.ActiveRevisionID, NamespaceID: le.ns, AgentID: agent}
+}
+
+// BenchmarkWorkspaceFilePhases shows where a file PUT's time goes inside
+// OCC: b.N PUTs at concurrency 1 through the server on the local driver's
+// gateway, traced, and for each step the median time from the request's
+// start (the server span's) at which it ended, in µs, from the spans of
+// the request: the session lookup, the domain call's start, the gateway
+// call's start, the write-ahead audit record's commit, the gateway's
+// answer, the outcome record's start and commit, the server's reply, and
+// the client's whole round trip. Tracing adds its own cost to every
+// step (recording a span); compare the steps with one another, and the
+// figures of BenchmarkWorkspaceFiles for the totals. It runs with the
+// package's trace pipeline and turns it off when done.
+//
+//	go test ./internal/server -run '^$' -bench WorkspaceFilePhases -benchtime 300x
+func BenchmarkWorkspaceFilePhases(b *testing.B) {
+	exp, _ := testTraces()
+	b.Cleanup(func() { tracesOff.Store(true) })
+	le := newLocalEnvTraced(b, nil, true)
+	agent := le.createAgent("phases", nil)
+	le.deployed(agent)
+	srv := httpTestServer(b, le.srv.Handler())
+	url := srv.URL + "/namespaces/" + le.ns + "/agents/" + agent + "/workspace/files/SOUL.md"
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	put := func() {
+		req, _ := http.NewRequest("PUT", url, strings.NewReader(`{"content":"phases soul"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", testOrigin)
+		req.AddCookie(le.admin.cookie)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("PUT: status %d", resp.StatusCode)
+		}
+	}
+	put() // warm-up, not counted
+	exp.Reset()
+	var round []float64
+	for b.Loop() {
+		start := time.Now()
+		put()
+		round = append(round, float64(time.Since(start).Microseconds()))
+	}
+	b.StopTimer()
+	steps := putPhases(b, exp.GetSpans())
+	for _, st := range steps {
+		b.ReportMetric(st.median, st.name+"-µs")
+	}
+	slices.Sort(round)
+	b.ReportMetric(pct(round, 50), "client-round-trip-µs")
+}
+
+type phase struct {
+	name   string
+	median float64
+}
+
+// putPhases groups spans by trace and returns, for each step of a PUT,
+// the median of its end (or start) in µs after its trace's server span
+// started. A trace without every step fails the benchmark.
+func putPhases(b *testing.B, spans tracetest.SpanStubs) []phase {
+	b.Helper()
+	byTrace := map[trace.TraceID][]tracetest.SpanStub{}
+	for _, s := range spans {
+		byTrace[s.SpanContext.TraceID()] = append(byTrace[s.SpanContext.TraceID()], s)
+	}
+	names := []string{"session-read", "domain-start", "gateway-start", "write-ahead-committed", "gateway-answer",
+		"outcome-start", "outcome-committed", "reply"}
+	at := map[string][]float64{}
+	for _, ss := range byTrace {
+		slices.SortFunc(ss, func(x, y tracetest.SpanStub) int { return x.StartTime.Compare(y.StartTime) })
+		var root *tracetest.SpanStub
+		var db, begins, commits []tracetest.SpanStub
+		got := map[string]time.Time{}
+		for i, s := range ss {
+			switch {
+			case !s.Parent.IsValid():
+				root = &ss[i]
+			case s.Name == "occ.PutWorkspaceFile":
+				got["domain-start"] = s.StartTime
+			case s.Name == "agentgw.set":
+				got["gateway-start"], got["gateway-answer"] = s.StartTime, s.EndTime
+			case s.Name == "db.begin":
+				begins = append(begins, s)
+			case s.Name == "db.commit":
+				commits = append(commits, s)
+			case strings.HasPrefix(s.Name, "db."):
+				db = append(db, s)
+			}
+		}
+		if root == nil || len(db) == 0 || len(begins) != 2 || len(commits) != 2 {
+			b.Fatalf("a PUT's trace has %d spans, not the steps expected (2 transactions)", len(ss))
+		}
+		got["session-read"] = db[0].EndTime
+		got["write-ahead-committed"], got["outcome-start"], got["outcome-committed"] = commits[0].EndTime, begins[1].StartTime, commits[1].EndTime
+		got["reply"] = root.EndTime
+		for _, n := range names {
+			t, ok := got[n]
+			if !ok {
+				b.Fatalf("a PUT's trace has no %s", n)
+			}
+			at[n] = append(at[n], float64(t.Sub(root.StartTime).Microseconds()))
+		}
+	}
+	out := make([]phase, 0, len(names))
+	for _, n := range names {
+		v := at[n]
+		slices.Sort(v)
+		out = append(out, phase{n, pct(v, 50)})
+	}
+	return out
 }

@@ -49,6 +49,13 @@ func newLocalEnv(t testing.TB) *localEnv {
 // logger (nil: discarded).
 func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
 	t.Helper()
+	return newLocalEnvTraced(t, logger, !isBenchmark(t))
+}
+
+// newLocalEnvTraced is newLocalEnvWith with the server traced by the
+// package's in-memory pipeline, or not, whether a test or a benchmark.
+func newLocalEnvTraced(t testing.TB, logger *slog.Logger, traced bool) *localEnv {
+	t.Helper()
 	rt, err := gwtest.FindRuntime()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -70,7 +77,7 @@ func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
 		defer cancel()
 		_ = d.Shutdown(ctx)
 	})
-	de := newRealEnv(t, st, d)
+	de := newRealEnvTraced(t, st, d, traced)
 	return &localEnv{deployEnv: de, st: st, driver: d, dataDir: dataDir}
 }
 
@@ -84,8 +91,19 @@ func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
 // without -run '^$', inherits the global provider the tests installed.)
 func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	t.Helper()
+	return newRealEnvTraced(t, st, d, !isBenchmark(t))
+}
+
+func isBenchmark(t testing.TB) bool {
+	_, bench := t.(*testing.B)
+	return bench
+}
+
+// newRealEnvTraced is newRealEnv with tracing chosen by the caller.
+func newRealEnvTraced(t testing.TB, st *sqlstore.Store, d compute.Driver, traced bool) *deployEnv {
+	t.Helper()
 	var tp trace.TracerProvider
-	if _, bench := t.(*testing.B); !bench {
+	if traced {
 		_, tp = testTraces()
 	}
 	files := newSwitchFiles(t)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -22,13 +23,30 @@ import (
 // testTraces is the package's one in-memory trace pipeline, installed as
 // the global provider on first use (the domain packages' tracers follow
 // the first global provider set, so there is exactly one per process).
+// It records every span while tracesOff is false.
 var testTraces = sync.OnceValues(func() (*tracetest.InMemoryExporter, *sdktrace.TracerProvider) {
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(switchedSampler{}))
 	otel.SetTracerProvider(tp)
 	sqlstore.SetTracerProvider(tp)
 	return exp, tp
 })
+
+// tracesOff makes testTraces' provider record nothing: a benchmark that
+// traces sets it when done, so that the benchmarks after it in the same
+// process measure OCC, not its tracing (the provider cannot be undone).
+var tracesOff atomic.Bool
+
+type switchedSampler struct{}
+
+func (switchedSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if tracesOff.Load() {
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+	}
+	return sdktrace.AlwaysSample().ShouldSample(p)
+}
+
+func (switchedSampler) Description() string { return "AlwaysOnUntilTracesOff" }
 
 // liveTraceCases writes and reads a file through the server and the real
 // gateway with tracing on, then checks the span tree (request → domain →
