@@ -128,9 +128,6 @@ type stmtCache struct {
 
 const maxCachedStmts = 256
 
-// stmt returns the cached statement for query, preparing it on first use;
-// nil (run unprepared) when the cache is full or preparing fails, in which
-// case running the query reports the error.
 // lookup returns the cached statement for query, or nil.
 func (c *stmtCache) lookup(query string) *sql.Stmt {
 	c.mu.Lock()
@@ -138,6 +135,9 @@ func (c *stmtCache) lookup(query string) *sql.Stmt {
 	return c.m[query]
 }
 
+// stmt returns the cached statement for query, preparing it on first use;
+// nil (run unprepared) when the cache is full or preparing fails, in which
+// case running the query reports the error.
 func (c *stmtCache) stmt(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
 	c.mu.Lock()
 	st, ok := c.m[query]
@@ -782,10 +782,12 @@ func (s *Store) QueueDepth(ctx context.Context) (map[string]int64, error) {
 // prepares on each pooled connection at its first use there. Inside one it
 // is that statement bound to the transaction (Tx.StmtContext reuses what
 // is already prepared on the transaction's connection). Only exec and
-// queryRow use it in a transaction (inTx is true): the statement is stepped
-// to its end within the call, so it cannot reset a result set of the same
-// statement still being read on that connection, as a query's open rows
-// could. A statement not prepared yet is not prepared inside the
+// queryRow use it in a transaction (inTx is true): exec steps the
+// statement to its end within the call, and every queryRow's row is
+// scanned (which resets the statement) before the store runs anything
+// else, so neither can reset a result set of the same statement still
+// being read on that connection, as a query's open rows could. A
+// statement not prepared yet is not prepared inside the
 // transaction, since preparing takes a second pooled connection, which
 // with every connection busy (one, on a pool of one) would wait on the one
 // the transaction holds; it runs unprepared and inTx prepares it after the
