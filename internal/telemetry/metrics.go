@@ -204,7 +204,7 @@ func (m *Metrics) RegisterReadCache(stats ReadCacheFunc) {
 		return
 	}
 	m.reg.MustRegister(&readCacheCollector{stats: stats,
-		desc: prometheus.NewDesc(MetricStoreReadCache, "Cached store reads (the session and API key lookups, one Agent, the Agent, Namespace and audit pages) by result: hit (the database's snapshot was unchanged, the kept result served) or miss (read from the database).", []string{"result"}, nil)})
+		desc: prometheus.NewDesc(MetricStoreReadCache, "Cached store reads (the session and API key lookups, one Agent, an Agent with its Namespace and active revision, the Agent, Namespace and audit pages) by result: hit (the database's snapshot was unchanged, the kept result served) or miss (read from the database).", []string{"result"}, nil)})
 }
 
 type readCacheCollector struct {

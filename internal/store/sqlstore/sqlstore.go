@@ -643,19 +643,17 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result
 		}
 		defer s.writers.release()
 	}
+	q, db, stmts := s.q, s.db, s.stmts
+	if _, pooled := q.(*sql.DB); pooled {
+		db, stmts = s.writeDB() // a write outside a transaction runs on the writer too
+		q = db
+	}
 	var res sql.Result
 	var err error
-	if _, pooled := s.q.(*sql.DB); pooled && s.w != nil {
-		// A write outside a transaction runs on the writer too.
-		if st := s.w.stmts.stmt(ctx, s.w.db, query); st != nil {
-			res, err = st.ExecContext(ctx, args...)
-		} else {
-			res, err = s.w.db.ExecContext(ctx, query, args...)
-		}
-	} else if st := s.cached(ctx, query, true); st != nil {
+	if st := s.cachedOn(ctx, q, db, stmts, query, true); st != nil {
 		res, err = st.ExecContext(ctx, args...)
 	} else {
-		res, err = s.q.ExecContext(ctx, s.d.rebind(query), args...)
+		res, err = q.ExecContext(ctx, s.d.rebind(query), args...)
 	}
 	endSpan(span, err)
 	if s.tx == nil {
@@ -793,17 +791,23 @@ func (s *Store) QueueDepth(ctx context.Context) (map[string]int64, error) {
 // the transaction holds; it runs unprepared and inTx prepares it after the
 // commit, for the next transaction.
 func (s *Store) cached(ctx context.Context, query string, inTx bool) *sql.Stmt {
-	if s.stmts == nil || s.d.engine() != EngineSQLite {
+	return s.cachedOn(ctx, s.q, s.db, s.stmts, query, inTx)
+}
+
+// cachedOn is cached for a statement run on q, which is db (whose
+// statements stmts holds) or a transaction on it.
+func (s *Store) cachedOn(ctx context.Context, q querier, db *sql.DB, stmts *stmtCache, query string, inTx bool) *sql.Stmt {
+	if stmts == nil || s.d.engine() != EngineSQLite {
 		return nil
 	}
-	switch q := s.q.(type) {
+	switch q := q.(type) {
 	case *sql.DB:
-		return s.stmts.stmt(ctx, s.db, query)
+		return stmts.stmt(ctx, db, query)
 	case *sql.Tx:
 		if !inTx {
 			return nil
 		}
-		st := s.stmts.lookup(query)
+		st := stmts.lookup(query)
 		if st == nil {
 			if s.unprepared != nil && len(*s.unprepared) < maxCachedStmts {
 				*s.unprepared = append(*s.unprepared, query)

@@ -29,7 +29,6 @@ func TestTransactionStatementsPrepared(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s.SetMaxConnections(1)
 
 	appendOne := func() []string {
 		t.Helper()
