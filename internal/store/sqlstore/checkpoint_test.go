@@ -101,3 +101,30 @@ func TestBackgroundCheckpoints(t *testing.T) {
 		t.Fatal("Close returned while the checkpoint goroutine runs")
 	}
 }
+
+// TestCheckpointEmptiesTheWAL: Checkpoint copies every frame into occ.db
+// and truncates occ.db-wal, and the data reads back afterwards.
+func TestCheckpointEmptiesTheWAL(t *testing.T) {
+	s, db := openCheckpointTest(t, time.Hour)
+	before := fileSize(t, db)
+	appendEvents(t, s, 200)
+	if wal := fileSize(t, db+"-wal"); wal == 0 {
+		t.Fatal("the WAL is empty after the appends (the test writes nothing)")
+	}
+	if err := s.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if wal := fileSize(t, db+"-wal"); wal != 0 {
+		t.Fatalf("the WAL is %d bytes after Checkpoint; want 0", wal)
+	}
+	if after := fileSize(t, db); after <= before {
+		t.Fatalf("occ.db is %d bytes after Checkpoint, %d before: nothing was copied", after, before)
+	}
+	events, err := s.ListAuditEvents(context.Background(), store.AuditFilter{}, nil, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 200 {
+		t.Fatalf("%d audit events read back after Checkpoint; want 200", len(events))
+	}
+}
