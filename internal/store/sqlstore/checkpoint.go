@@ -87,7 +87,16 @@ func (s *Store) checkpointPassive(ctx context.Context) error {
 // constant of the caller's) and returns SQLite's busy flag: set when a
 // TRUNCATE checkpoint was kept from finishing (by a reader of an older
 // snapshot, past the busy timeout); a PASSIVE one never sets it.
+//
+// This process's checkpoints run one at a time: SQLite answers a
+// checkpoint that starts while another is running with SQLITE_BUSY, which
+// the pragma reports as busy, so a TRUNCATE checkpoint (the erasure's,
+// Checkpoint's) failed whenever it met the background PASSIVE one (the
+// bench's checkpoint after seeding did, copying 39 MB). A checkpoint of
+// another process can still make it busy.
 func (s *Store) walCheckpoint(ctx context.Context, mode string) (busy bool, err error) {
+	s.checkpointing.Lock()
+	defer s.checkpointing.Unlock()
 	var b, logFrames, checkpointed int
 	err = s.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&b, &logFrames, &checkpointed)
 	return b != 0, err
@@ -109,7 +118,7 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 		return s.dbErr("checkpoint", err)
 	}
 	if busy {
-		return errors.New("sqlstore: the checkpoint could not complete (readers of older snapshots)")
+		return errors.New("sqlstore: the checkpoint could not complete (a reader of an older snapshot, or another process checkpointing)")
 	}
 	return nil
 }

@@ -128,3 +128,20 @@ func TestCheckpointEmptiesTheWAL(t *testing.T) {
 		t.Fatalf("%d audit events read back after Checkpoint; want 200", len(events))
 	}
 }
+
+// TestCheckpointWaitsForTheBackgroundOne: with the background checkpoint
+// running every millisecond, Checkpoint still completes every time: it
+// waits for a running checkpoint instead of meeting it (which SQLite
+// answers with busy).
+func TestCheckpointWaitsForTheBackgroundOne(t *testing.T) {
+	s, db := openCheckpointTest(t, time.Millisecond)
+	for i := range 30 {
+		appendEvents(t, s, 50)
+		if err := s.Checkpoint(context.Background()); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if wal := fileSize(t, db+"-wal"); wal != 0 {
+			t.Fatalf("round %d: the WAL is %d bytes after Checkpoint; want 0", i, wal)
+		}
+	}
+}

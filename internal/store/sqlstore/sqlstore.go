@@ -72,6 +72,9 @@ type Store struct {
 	// checkpoints is the SQLite checkpoint goroutine (checkpoint.go),
 	// started by Open and stopped by Close; nil on PostgreSQL.
 	checkpoints *checkpointer
+	// checkpointing is shared by the owner and its copies: this process's
+	// checkpoints run one at a time (walCheckpoint).
+	checkpointing *sync.Mutex
 	// path is the SQLite database file; empty on PostgreSQL.
 	path string
 	// onThisHost: the database does its work on this machine's cores
@@ -285,7 +288,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			Cause:   fmt.Errorf("sqlstore: connect to %s database %s: %w", d.engine(), display, scrub(err, secrets)),
 		}
 	}
-	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{},
+	st := &Store{d: d, db: db, q: db, stmts: &stmtCache{m: map[string]*sql.Stmt{}}, erase: &eraseState{}, queued: &workHooks{}, checkpointing: &sync.Mutex{},
 		path: sqliteFile, onThisHost: onThisHost}
 	if d.engine() == EngineSQLite {
 		if st.w, err = openWriter(d, dsn); err != nil {
@@ -591,7 +594,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	}()
 	erased, enqueued := false, false
 	var unprepared []string
-	if err := fn(&Store{d: s.d, db: s.db, w: s.w, q: tx, tx: tx, stmts: stmts, unprepared: &unprepared, erase: s.erase, erased: &erased,
+	if err := fn(&Store{d: s.d, db: s.db, w: s.w, q: tx, tx: tx, stmts: stmts, unprepared: &unprepared, erase: s.erase, erased: &erased, checkpointing: s.checkpointing,
 		writers: s.writers, appends: s.appends, queued: s.queued, enqueued: &enqueued}); err != nil {
 		return err
 	}
