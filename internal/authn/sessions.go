@@ -354,10 +354,20 @@ func (s *Sessions) cookie(value string, expires time.Time, maxAge int) *http.Coo
 // well-formed token (so no store lookup is spent on garbage).
 func sessionTokenHash(r *http.Request, name string) ([]byte, bool) {
 	c, err := r.Cookie(name)
-	if err != nil || len(c.Value) != b64url.EncodedLen(sessionTokenLen) {
+	if err != nil {
 		return nil, false
 	}
-	token, err := b64url.DecodeString(c.Value)
+	return SessionTokenHash(c.Value)
+}
+
+// SessionTokenHash returns what the store keys a session by, the SHA-256
+// of the token in a session cookie's value, or false when the value is not
+// a well-formed token.
+func SessionTokenHash(cookieValue string) ([]byte, bool) {
+	if len(cookieValue) != b64url.EncodedLen(sessionTokenLen) {
+		return nil, false
+	}
+	token, err := b64url.DecodeString(cookieValue)
 	if err != nil || len(token) != sessionTokenLen {
 		return nil, false
 	}

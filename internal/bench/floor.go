@@ -2,13 +2,13 @@ package bench
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 )
@@ -129,18 +129,6 @@ func (f *floorEnv) floorScenarios(agents []string) []scenario {
 	}
 }
 
-// sessionTokenHash is what the store keys a session by: the SHA-256 of
-// the cookie's token (base64url without padding), as internal/authn
-// computes it.
-func sessionTokenHash(cookieValue string) ([]byte, error) {
-	token, err := base64.RawURLEncoding.DecodeString(cookieValue)
-	if err != nil {
-		return nil, fmt.Errorf("session cookie: %w", err)
-	}
-	h := sha256.Sum256(token)
-	return h[:], nil
-}
-
 // middleCursor is the store cursor after the first half of the big
 // Namespace's Agents: the same page as the API's middle-page row.
 func middleCursor(ctx context.Context, st *sqlstore.Store, bigNS string, n int) (*store.PageCursor, error) {
@@ -157,9 +145,9 @@ func middleCursor(ctx context.Context, st *sqlstore.Store, bigNS string, n int) 
 
 // floorRows measures the store floor rows of e's engine with lim.
 func (e *apiEnv) floorRows(ctx context.Context, lim Limits) ([]Result, error) {
-	hash, err := sessionTokenHash(e.cookie.Value)
-	if err != nil {
-		return nil, err
+	hash, ok := authn.SessionTokenHash(e.cookie.Value)
+	if !ok {
+		return nil, errors.New("the session cookie does not hold a well-formed token")
 	}
 	mid, err := middleCursor(ctx, e.st, e.bigNS, len(e.agents))
 	if err != nil {
