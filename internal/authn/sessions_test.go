@@ -3,6 +3,7 @@ package authn
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -386,5 +387,49 @@ func TestSessionIdleTimeout(t *testing.T) {
 		if want := after < time.Hour; (got != nil) != want {
 			t.Errorf("at %s: authenticated = %v, want %v", after, got != nil, want)
 		}
+	}
+}
+
+// TestSessionTokenHash: a cookie value is hashed only when it is exactly a
+// 32-byte token in unpadded base64url; anything else is refused before any
+// lookup could be spent on it.
+func TestSessionTokenHash(t *testing.T) {
+	token := make([]byte, sessionTokenLen)
+	for i := range token {
+		token[i] = byte(i * 7)
+	}
+	valid := b64url.EncodeToString(token)
+	want := sha256.Sum256(token)
+	long := b64url.EncodeToString(append(token, 1))
+	tests := []struct {
+		name  string
+		value string
+		ok    bool
+	}{
+		{"a 32-byte token", valid, true},
+		{"empty", "", false},
+		{"one character short", valid[:len(valid)-1], false},
+		{"one character long", valid + "A", false},
+		{"a 33-byte token", long, false},
+		{"padded base64url", base64.URLEncoding.EncodeToString(token), false},
+		{"standard base64 alphabet", strings.Repeat("+", len(valid)), false},
+		{"non-canonical last character", valid[:len(valid)-1] + "B", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := SessionTokenHash(tc.value)
+			if ok != tc.ok {
+				t.Fatalf("SessionTokenHash(%q) ok = %v, want %v", tc.value, ok, tc.ok)
+			}
+			if !ok {
+				if got != nil {
+					t.Fatalf("SessionTokenHash(%q) = %x with ok false", tc.value, got)
+				}
+				return
+			}
+			if diff := cmp.Diff(want[:], got); diff != "" {
+				t.Fatalf("hash (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
