@@ -433,3 +433,28 @@ func TestSessionTokenHash(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSessionTokenHash: a value is accepted exactly when it is the
+// canonical unpadded base64url of 32 bytes, and then its hash is theirs.
+func FuzzSessionTokenHash(f *testing.F) {
+	token := make([]byte, sessionTokenLen)
+	f.Add(b64url.EncodeToString(token))
+	f.Add(base64.URLEncoding.EncodeToString(token))
+	f.Add("")
+	f.Add(strings.Repeat("A", 43))
+	f.Add(strings.Repeat("A", 42) + "B")
+	f.Fuzz(func(t *testing.T, value string) {
+		got, ok := SessionTokenHash(value)
+		decoded, err := base64.RawURLEncoding.DecodeString(value)
+		canonical := err == nil && len(decoded) == sessionTokenLen && base64.RawURLEncoding.EncodeToString(decoded) == value
+		if ok != canonical {
+			t.Fatalf("SessionTokenHash(%q) ok = %v; canonical 32-byte token: %v", value, ok, canonical)
+		}
+		if ok {
+			want := sha256.Sum256(decoded)
+			if diff := cmp.Diff(want[:], got); diff != "" {
+				t.Fatalf("hash (-want +got):\n%s", diff)
+			}
+		}
+	})
+}
