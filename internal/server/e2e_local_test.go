@@ -94,6 +94,7 @@ func newRealEnv(t testing.TB, st *sqlstore.Store, d compute.Driver) *deployEnv {
 	return newRealEnvTraced(t, st, d, !isBenchmark(t))
 }
 
+// isBenchmark reports whether t is a benchmark's (which runs untraced).
 func isBenchmark(t testing.TB) bool {
 	_, bench := t.(*testing.B)
 	return bench

@@ -105,8 +105,9 @@ func (s *Store) walCheckpoint(ctx context.Context, mode string) (busy bool, err 
 // Checkpoint copies every WAL frame into occ.db and truncates occ.db-wal,
 // waiting (busy timeout) for readers of older snapshots; on PostgreSQL it
 // does nothing. The background checkpoints copy a little at a time; the
-// benchmarks call this after seeding, so that their first measurements do
-// not share the machine with the copying of the seed. A checkpoint that
+// erasure (erase.go) calls this so that erased bytes leave occ.db-wal at
+// once, and the benchmarks after seeding, so that their first measurements
+// do not share the machine with the copying of the seed. A checkpoint that
 // could not complete is an error, and loses nothing: the frames stay in
 // the WAL for the next one.
 func (s *Store) Checkpoint(ctx context.Context) error {

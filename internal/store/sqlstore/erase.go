@@ -62,29 +62,7 @@ func (s *Store) afterCommit(ctx context.Context, erased bool) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eraseCheckpointTimeout)
 	defer cancel()
-	if s.checkpointTruncate(cctx) == nil {
+	if s.Checkpoint(cctx) == nil {
 		s.erase.pending.Store(false)
 	}
-}
-
-// checkpointTruncate runs a TRUNCATE checkpoint: it waits (busy timeout)
-// for readers of older snapshots, copies every WAL frame into occ.db and
-// truncates occ.db-wal. A checkpoint that could not complete is an error.
-func (s *Store) checkpointTruncate(ctx context.Context) error {
-	busy, err := s.walCheckpoint(ctx, "TRUNCATE")
-	if err != nil {
-		return s.dbErr("checkpoint after erasing staged files", err)
-	}
-	if busy {
-		return errBusyCheckpoint
-	}
-	return nil
-}
-
-var errBusyCheckpoint = &checkpointError{}
-
-type checkpointError struct{}
-
-func (*checkpointError) Error() string {
-	return "sqlstore: the checkpoint after erasing staged files could not complete (readers of older snapshots)"
 }
