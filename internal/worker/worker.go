@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -59,8 +60,15 @@ type Options struct {
 	// MaxAttempts ends work that keeps failing with a retryable error
 	// (default 200). Pending readiness does not count towards it.
 	MaxAttempts int
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// StuckAfter is how long a loop may go without a step (a claim, a
+	// driver call starting or returning) while it claims or holds an
+	// item before Health reports it stuck (default CallTimeout plus two
+	// minutes: a driver call ends within CallTimeout and the queue's
+	// store calls within storeTimeout, so only code that ignores its
+	// context, or a store read of the reconcile that hangs, gets there).
+	StuckAfter time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
 	// Observer, when set, is told of claims, lease losses, retries, ends
 	// and driver calls (metrics); nil observes nothing.
 	Observer Observer
@@ -110,6 +118,56 @@ type Worker struct {
 	ready   chan readyNotice
 	mu      sync.Mutex
 	noticed map[string]time.Time // agent id → last notice
+
+	// Run's loops, for Health: nil while Run is not running.
+	loopsMu sync.Mutex
+	loops   []*beat
+}
+
+// beat is one Run loop's progress for Health: the time (Options.Now, in
+// Unix nanoseconds) of its last step while it claims or holds an item,
+// and 0 while it waits for work, which is never stuck.
+type beat struct{ at atomic.Int64 }
+
+// beatKey carries a loop's *beat in the contexts of its claim and item,
+// so that the driver calls deep in a reconcile mark it.
+type beatKey struct{}
+
+// step marks the loop of ctx as having taken a step now; outside Run's
+// loops (RunOnce called directly) there is nothing to mark.
+func (w *Worker) step(ctx context.Context) {
+	if b, ok := ctx.Value(beatKey{}).(*beat); ok {
+		b.at.Store(w.o.Now().UnixNano())
+	}
+}
+
+// Health reports whether Run is running and each of its loops is making
+// progress: nil when every loop waits for work or took its last step
+// within Options.StuckAfter. A stuck loop is one whose driver call
+// ignores its deadline or whose store call hangs; it keeps renewing its
+// item's lease, so no other worker takes the item over until the process
+// ends, which is what a liveness probe that fails on this error brings
+// about. A database outage is not stuck: claims fail within their
+// deadline and the loops back off.
+func (w *Worker) Health() error {
+	w.loopsMu.Lock()
+	loops := w.loops
+	w.loopsMu.Unlock()
+	if loops == nil {
+		return errors.New("the worker's loops are not running")
+	}
+	now := w.o.Now()
+	for i, b := range loops {
+		at := b.at.Load()
+		if at == 0 {
+			continue
+		}
+		if idle := now.Sub(time.Unix(0, at)); idle > w.o.StuckAfter {
+			return fmt.Errorf("worker loop %d of %d has taken no step for %s (more than %s)",
+				i+1, len(loops), idle.Round(time.Second), w.o.StuckAfter)
+		}
+	}
+	return nil
 }
 
 type readyNotice struct{ namespaceID, agentID string }
@@ -133,6 +191,9 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 200
+	}
+	if o.StuckAfter == 0 {
+		o.StuckAfter = o.CallTimeout + 2*time.Minute
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -258,9 +319,22 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.o.Observer.WorkerLoops(w.o.Concurrency)
 		defer w.o.Observer.WorkerLoops(0)
 	}
+	loops := make([]*beat, w.o.Concurrency)
+	for i := range loops {
+		loops[i] = new(beat)
+	}
+	w.loopsMu.Lock()
+	w.loops = loops
+	w.loopsMu.Unlock()
+	defer func() {
+		w.loopsMu.Lock()
+		w.loops = nil
+		w.loopsMu.Unlock()
+	}()
 	var wg sync.WaitGroup
-	for range w.o.Concurrency {
-		wg.Go(func() { w.loop(ctx) })
+	for _, b := range loops {
+		lctx := context.WithValue(ctx, beatKey{}, b)
+		wg.Go(func() { w.loop(lctx, b) })
 	}
 	wg.Go(func() { w.expediter(ctx) })
 	wg.Wait()
@@ -274,9 +348,11 @@ func (w *Worker) Run(ctx context.Context) error {
 // loop held up in a slow driver call does not stop the others from
 // finding work that became due (a retry's backoff ending, an item another
 // process queued). After a store error every loop backs off on the timer.
-func (w *Worker) loop(ctx context.Context) {
+func (w *Worker) loop(ctx context.Context, b *beat) {
 	for {
+		w.step(ctx)
 		did, err := w.RunOnce(ctx)
+		b.at.Store(0)
 		if err != nil && ctx.Err() == nil {
 			w.o.Logger.Error("worker: claim failed", "error", err)
 		}
@@ -321,10 +397,13 @@ func (w *Worker) loop(ctx context.Context) {
 func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	ctx = systemCtx(ctx)
 	token := newToken()
-	item, ok, err := w.store.ClaimWork(ctx, store.Claim{Token: token, Now: w.now(), Lease: w.o.Lease})
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	item, ok, err := w.store.ClaimWork(cctx, store.Claim{Token: token, Now: w.now(), Lease: w.o.Lease})
+	cancel()
 	if err != nil || !ok {
 		return false, err
 	}
+	w.step(ctx)
 	if w.o.Concurrency > 1 {
 		// There may be more: let an idle loop look now. With one loop
 		// this one looks again as soon as it is done.
@@ -365,7 +444,10 @@ func (w *Worker) process(ctx context.Context, item store.WorkItem) {
 			case <-done:
 				return
 			case <-t.C:
-				if err := w.store.RenewWork(ctx, item.ID, item.ClaimToken, w.now().Add(w.o.Lease)); err != nil {
+				rctx, rcancel := context.WithTimeout(ctx, storeTimeout)
+				err := w.store.RenewWork(rctx, item.ID, item.ClaimToken, w.now().Add(w.o.Lease))
+				rcancel()
+				if err != nil {
 					w.o.Logger.WarnContext(ctx, "worker: lease lost", "work", item.ID, "error", err)
 					if w.o.Observer != nil {
 						w.o.Observer.LeaseLost()
@@ -453,6 +535,9 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 		}
 		log.Info("worker: stopping; handing the work back", "state", out.state)
 	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	w.step(ctx)
 	now := w.now()
 	if out.state == "" && !out.pending && item.Attempts >= w.o.MaxAttempts {
 		out = failed("RETRIES_EXHAUSTED", "The deployment kept failing and was given up.")
@@ -509,6 +594,13 @@ func (w *Worker) observeEnd(item store.WorkItem, state store.WorkState, now time
 // when the worker stops.
 const releaseTimeout = 5 * time.Second
 
+// storeTimeout bounds the queue's own store calls: a claim, a lease
+// renewal, and recording an item's outcome. A claim or renewal that runs
+// out is an error like any other (the loop backs off; a renewal that
+// fails gives the item up); an outcome that cannot be recorded in time
+// leaves the item to the lease's expiry.
+const storeTimeout = 30 * time.Second
+
 // backoff: readiness is rechecked after Recheck (500 ms) growing to ten
 // times that with the age of the work (age/40); errors back off
 // exponentially from 1 s to 1 min.
@@ -535,8 +627,10 @@ func (w *Worker) call(ctx context.Context, name string) (context.Context, func(e
 	ctx, span := tracer.Start(ctx, "compute."+name,
 		trace.WithAttributes(attribute.String("occ.compute.driver", driver), attribute.String("occ.compute.call", name)))
 	ctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+	w.step(ctx)
 	return ctx, func(err error) {
 		cancel()
+		w.step(ctx)
 		result := "ok"
 		if err != nil {
 			result = "error"

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -801,4 +802,46 @@ func TestReadinessNoticeRechecksAtOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHealthReportsAStuckLoop: Health is an error while Run is not
+// running, nil while its loops wait for work or take steps, and names the
+// loop whose driver call ignores its deadline once that loop has taken no
+// step for StuckAfter on the worker's clock; nil again once the call
+// returns. The hung call blocks without looking at its context, which is
+// what no real driver can be made to do on purpose.
+func TestHealthReportsAStuckLoop(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		clock := testutil.NewClock(time.Time{})
+		d := fake.New(fake.Options{})
+		const stuckAfter = 5 * time.Minute
+		// The lease outlives the clock's jumps, so the held item stays
+		// this loop's; the poll never fires, the deployment's wake does.
+		f := newFixture(t, ctx, st, nil, d, worker.Options{Poll: time.Hour, Lease: time.Hour, Concurrency: 2,
+			Now: clock.Now, CallTimeout: time.Minute, StuckAfter: stuckAfter, Logger: quietLogger()})
+		if err := f.srv.Worker.Health(); err == nil || err.Error() != "the worker's loops are not running" {
+			t.Fatalf("Health before Run = %v, want the not-running error", err)
+		}
+		slow := f.agent(t, "slow", false)
+		hung, release := runHung(t, ctx, f, d, slow.ID)
+		testutil.Eventually(t, 30*time.Second, func() bool { return f.srv.Worker.Health() == nil },
+			"Health never answered nil for idle loops: %v", f.srv.Worker.Health())
+		rev := f.deploy(t, slow)
+		awaitHung(t, hung)
+		clock.Advance(stuckAfter)
+		if err := f.srv.Worker.Health(); err != nil {
+			t.Fatalf("Health at exactly StuckAfter since the call started = %v, want nil", err)
+		}
+		clock.Advance(time.Second)
+		err := f.srv.Worker.Health()
+		want := regexp.MustCompile(`^worker loop [12] of 2 has taken no step for 5m1s \(more than 5m0s\)$`)
+		if err == nil || !want.MatchString(err.Error()) {
+			t.Fatalf("Health one second past StuckAfter = %v, want an error matching %s", err, want)
+		}
+		release()
+		awaitState(t, ctx, f, rev, store.WorkSucceeded, "the deployment did not finish once its call returned")
+		testutil.Eventually(t, 30*time.Second, func() bool { return f.srv.Worker.Health() == nil },
+			"Health after the call returned = %v, want nil", f.srv.Worker.Health())
+	})
 }
