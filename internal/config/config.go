@@ -138,6 +138,12 @@ type Config struct {
 	// this process (occ server's or occ worker's) works on at once. Items
 	// of one Agent still run one at a time.
 	WorkerConcurrency int
+	// WorkerHealthListen is the host:port on which "occ worker" answers
+	// the probes /healthz (its loops are making progress) and /readyz
+	// (they run and the database answers); empty (the default) serves
+	// neither. "occ server" answers both on its API listener and ignores
+	// it, so one configuration file can serve API and worker replicas.
+	WorkerHealthListen string
 	// MetricsListen is the host:port of the separate listener serving
 	// Prometheus metrics and pprof; empty (the default) serves neither.
 	// It is never the API listener: metrics and profiles are for the
@@ -370,6 +376,13 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 			add(fmt.Errorf("metrics %w", err))
 		} else if c.MetricsListen == c.Listen {
 			add(fmt.Errorf("metrics listen address %q must differ from the API listen address", c.MetricsListen))
+		}
+	}
+	if c.WorkerHealthListen != "" {
+		if err := validateListen(c.WorkerHealthListen); err != nil {
+			add(fmt.Errorf("worker health %w", err))
+		} else if c.WorkerHealthListen == c.MetricsListen {
+			add(fmt.Errorf("worker health listen address %q must differ from the metrics listen address", c.WorkerHealthListen))
 		}
 	}
 	if c.GatewayPoolIdleTimeout <= 0 {

@@ -90,6 +90,7 @@ workspaceFiles:
 worker:
   embedded: false
   concurrency: 8
+  healthListen: 0.0.0.0:8081
 metrics:
   listen: 127.0.0.1:9464
 `
@@ -128,6 +129,7 @@ func fullFileConfig() Config {
 		WorkspaceFileTimeout:       10 * time.Second,
 		EmbeddedWorker:             false,
 		WorkerConcurrency:          8,
+		WorkerHealthListen:         "0.0.0.0:8081",
 		MetricsListen:              "127.0.0.1:9464",
 	}
 }
@@ -353,6 +355,7 @@ func TestEverySpellingAgrees(t *testing.T) {
 		"gateway-pool-max-connections":  "4096",
 		"embedded-worker":               "false",
 		"metrics-listen":                "127.0.0.1:9464",
+		"worker-health-listen":          "127.0.0.1:8081",
 	}
 	for _, o := range options {
 		t.Run(o.flag, func(t *testing.T) {
@@ -534,6 +537,13 @@ func TestValidate(t *testing.T) {
 		{"gateway pool idle timeout", func(c *Config) { c.GatewayPoolIdleTimeout = 0 }, "gateway pool idle timeout must be positive, got 0s"},
 		{"metrics listener without port", func(c *Config) { c.MetricsListen = "localhost" }, `metrics listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
 		{"metrics listener on the API address", func(c *Config) { c.MetricsListen = c.Listen }, `metrics listen address "127.0.0.1:8080" must differ from the API listen address`},
+		{"worker health listener", func(c *Config) { c.WorkerHealthListen = "0.0.0.0:8081" }, ""},
+		// occ server ignores it, so one file can serve API and worker Pods.
+		{"worker health listener on the API address", func(c *Config) { c.WorkerHealthListen = c.Listen }, ""},
+		{"worker health listener without port", func(c *Config) { c.WorkerHealthListen = "localhost" },
+			`worker health listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
+		{"worker health listener on the metrics address", func(c *Config) { c.MetricsListen, c.WorkerHealthListen = "127.0.0.1:9464", "127.0.0.1:9464" },
+			`worker health listen address "127.0.0.1:9464" must differ from the metrics listen address`},
 		{"empty data dir", func(c *Config) { c.DataDir = " " }, "data dir must not be empty"},
 		{"listen without port", func(c *Config) { c.Listen = "localhost" }, `listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
 		{"listen port name", func(c *Config) { c.Listen = "127.0.0.1:http" }, `listen address "127.0.0.1:http": port "http" is not a number from 0 to 65535`},

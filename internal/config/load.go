@@ -257,6 +257,11 @@ var options = []option{
 		set:   func(c *Config, s string) error { return setInt(&c.WorkerConcurrency, s) },
 	},
 	{
+		flag: "worker-health-listen", env: "OCC_WORKER_HEALTH_LISTEN", yaml: "worker.healthListen", typ: "host:port",
+		usage: "occ worker only: address of a listener answering the probes /healthz and /readyz; empty means none",
+		set:   func(c *Config, s string) error { c.WorkerHealthListen = s; return nil },
+	},
+	{
 		flag: "metrics-listen", env: "OCC_METRICS_LISTEN", yaml: "metrics.listen", typ: "host:port",
 		usage: "address of a separate listener for Prometheus metrics and pprof; empty means none",
 		set:   func(c *Config, s string) error { c.MetricsListen = s; return nil },
@@ -489,8 +494,9 @@ type fileMetrics struct {
 }
 
 type fileWorker struct {
-	Embedded    bool `yaml:"embedded"`
-	Concurrency int  `yaml:"concurrency"`
+	Embedded     bool   `yaml:"embedded"`
+	Concurrency  int    `yaml:"concurrency"`
+	HealthListen string `yaml:"healthListen"`
 }
 
 type fileDrivers struct {
@@ -628,7 +634,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		Gateway: fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile,
 			Pool: fileGatewayPool{Enabled: c.GatewayPool, IdleTimeout: c.GatewayPoolIdleTimeout, MaxConnections: c.GatewayPoolMaxConnections}},
 		WorkspaceFiles: fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
-		Worker:         fileWorker{Embedded: c.EmbeddedWorker, Concurrency: c.WorkerConcurrency},
+		Worker:         fileWorker{Embedded: c.EmbeddedWorker, Concurrency: c.WorkerConcurrency, HealthListen: c.WorkerHealthListen},
 		Metrics:        fileMetrics{Listen: c.MetricsListen},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -697,6 +703,7 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
 		EmbeddedWorker:             fc.Worker.Embedded,
 		WorkerConcurrency:          fc.Worker.Concurrency,
+		WorkerHealthListen:         fc.Worker.HealthListen,
 		MetricsListen:              fc.Metrics.Listen,
 	}
 	return nil

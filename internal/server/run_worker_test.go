@@ -7,14 +7,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/server"
+	"github.com/openclaw/occ/internal/testdb"
 	"github.com/openclaw/occ/internal/testutil"
 )
 
@@ -193,5 +197,72 @@ func TestRunWarnsOfExposedDatabaseFiles(t *testing.T) {
 				t.Errorf("no warning naming %s; the log:\n%s", db, logs)
 			}
 		})
+	}
+}
+
+// TestRunWorkerHealth: "occ worker" with --worker-health-listen answers
+// GET /healthz and /readyz on that address and nothing else there (no
+// metrics, no API); while its private PostgreSQL is stopped /readyz
+// answers 503 DEPENDENCY_UNAVAILABLE and /healthz stays 200 (an outage is
+// not a stuck loop: restarting the process would not bring the database
+// back), and once it is started again /readyz answers 200 without a
+// restart. A stuck loop is TestHealthReportsAStuckLoop's (internal/worker)
+// and TestWorkerProbesAnswerAStuckLoop's.
+func TestRunWorkerHealth(t *testing.T) {
+	cluster := testdb.NewCluster(t)
+	cfg := runConfig(t)
+	cfg.DatabaseURL = cluster.URL()
+	runUntilReady(t, cfg) // migrates; occ worker does not
+	cfg.WorkerHealthListen = testutil.FreeAddr(t)
+	logs, stop := startRun(t, "occ worker", server.RunWorker, cfg)
+	base := "http://" + cfg.WorkerHealthListen
+	type probe struct {
+		Status int
+		Body   string
+	}
+	reqID := regexp.MustCompile(`"requestId":"req_[0-9a-f]{32}"`)
+	get := func(path string) probe {
+		code, body := scrapeStatus(base + path)
+		return probe{code, reqID.ReplaceAllString(strings.TrimSpace(body), `"requestId":"req_…"`)}
+	}
+	testutil.Eventually(t, 60*time.Second, func() bool { return get("/readyz").Status == 200 },
+		"occ worker never answered /readyz with 200 on %s; its log:\n%s", base, logs)
+	got := map[string]probe{"/healthz": get("/healthz"), "/readyz": get("/readyz")}
+	for _, p := range []string{"/metrics", "/namespaces", "/debug/pprof/"} {
+		got[p] = probe{Status: get(p).Status}
+	}
+	want := map[string]probe{
+		"/healthz":      {200, `{"data":{"status":"ok"},"meta":{"requestId":"req_…"}}`},
+		"/readyz":       {200, `{"data":{"status":"ready"},"meta":{"requestId":"req_…"}}`},
+		"/metrics":      {Status: 404},
+		"/namespaces":   {Status: 404},
+		"/debug/pprof/": {Status: 404},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("probes while the database is up (-want +got):\n%s", diff)
+	}
+
+	cluster.Stop()
+	testutil.Eventually(t, 30*time.Second, func() bool { return get("/readyz").Status == 503 },
+		"/readyz still %+v with the database stopped", get("/readyz"))
+	wantDown := probe{503, `{"error":{"code":"DEPENDENCY_UNAVAILABLE","message":"A service this request depends on is unavailable; try again later."},"meta":{"requestId":"req_…"}}`}
+	if diff := cmp.Diff(wantDown, get("/readyz")); diff != "" {
+		t.Errorf("/readyz with the database stopped (-want +got):\n%s", diff)
+	}
+	// The loops meet the outage on their next look (1 poll, 500 ms) and
+	// back off; liveness is unaffected for longer than a probe period.
+	for range 6 {
+		if p := get("/healthz"); p.Status != 200 {
+			t.Fatalf("/healthz with the database stopped = %+v, want 200", p)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	cluster.Start()
+	testutil.Eventually(t, 60*time.Second, func() bool { return get("/readyz").Status == 200 },
+		"/readyz still %+v after the database was started again", get("/readyz"))
+	stop()
+	if code, _ := scrapeStatus(base + "/healthz"); code != 0 {
+		t.Errorf("the health listener still answers (%d) after occ worker stopped", code)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/openclaw/occ/internal/compute/registry"
 	"github.com/openclaw/occ/internal/config"
 	"github.com/openclaw/occ/internal/console"
+	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/store"
@@ -260,15 +261,41 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Health answers liveness and readiness probes.
 type Health struct {
 	Ping func(context.Context) error
+	// Loops, when set (occ worker's probes), is the deployment worker's
+	// progress (worker.Worker.Health): both probes answer 503 while it is
+	// an error. The API's probes leave it nil: an API replica serves
+	// requests whatever its embedded worker does.
+	Loops func() error
 }
 
-// Live answers 200 while the process serves HTTP.
+// Live answers 200 while the process serves HTTP (and, with Loops, while
+// the worker's loops make progress).
 func (h *Health) Live(w http.ResponseWriter, r *http.Request) {
+	if !h.loopsOK(w, r) {
+		return
+	}
 	httpx.Write(w, r, http.StatusOK, apitypes.Health{Status: "ok"})
 }
 
-// Ready answers 200 when the database answers within two seconds.
+// loopsOK answers 503 and reports false when Loops says the worker is not
+// making progress.
+func (h *Health) loopsOK(w http.ResponseWriter, r *http.Request) bool {
+	if h.Loops == nil {
+		return true
+	}
+	if err := h.Loops(); err != nil {
+		httpx.WriteError(w, r, errkind.Wrap(errkind.Unavailable, "The deployment worker is not making progress.", err))
+		return false
+	}
+	return true
+}
+
+// Ready answers 200 when the database answers within two seconds (and,
+// with Loops, the worker's loops make progress).
 func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
+	if !h.loopsOK(w, r) {
+		return
+	}
 	if h.Ping != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
@@ -472,9 +499,46 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	defer stopDriver()
 	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver, Metrics: obs.metrics,
 		Worker: worker.Options{Concurrency: cfg.WorkerConcurrency}})
+	if cfg.WorkerHealthListen != "" {
+		ln, err := serveWorkerHealth(cfg.WorkerHealthListen, &Health{Ping: st.DB().PingContext, Loops: srv.Worker.Health}, logger)
+		if err != nil {
+			return err
+		}
+		defer closeListener(ln, "worker health", logger)
+	}
 	logger.Info("occ worker running", "driver", srv.opts.Driver.ID(), "concurrency", cfg.WorkerConcurrency)
 	releaseStartupPages(logger)
 	return srv.Worker.Run(ctx)
+}
+
+// serveWorkerHealth serves WorkerProbes on addr. A listen error stops occ
+// worker at start: a configured probe address that cannot be bound would
+// otherwise fail every probe.
+func serveWorkerHealth(addr string, h *Health, logger *slog.Logger) (*telemetry.Listener, error) {
+	return telemetry.Serve("worker health", addr, WorkerProbes(h, logger), logger)
+}
+
+// WorkerProbes is occ worker's probe handler: GET /healthz (h.Live) and
+// GET /readyz (h.Ready), with request ids, logger and JSON replies as on
+// the API listener; any other path answers 404.
+func WorkerProbes(h *Health, logger *slog.Logger) http.Handler {
+	mux := httpx.NewMux()
+	mux.HandleFunc("GET /healthz", h.Live)
+	mux.HandleFunc("GET /readyz", h.Ready)
+	inner := httpx.RequestID(httpx.Recover(mux))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), logger)))
+	})
+}
+
+// closeListener shuts ln down within five seconds; an error is logged, as
+// there is nothing left to fail.
+func closeListener(ln *telemetry.Listener, name string, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ln.Close(ctx); err != nil {
+		logger.Warn(name+" listener shutdown", "error", err)
+	}
 }
 
 // observability is what observe set up for one process.
@@ -530,13 +594,11 @@ func (o *observability) gatewayObserver() agentgw.Observer {
 // close stops the metrics listener and flushes pending spans, each within
 // five seconds; errors are logged, as there is nothing left to fail.
 func (o *observability) close(logger *slog.Logger) {
+	if o.listener != nil {
+		closeListener(o.listener, "metrics", logger)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if o.listener != nil {
-		if err := o.listener.Close(ctx); err != nil {
-			logger.Warn("metrics listener shutdown", "error", err)
-		}
-	}
 	if err := o.shutdown(ctx); err != nil {
 		logger.Warn("trace exporter shutdown", "error", err)
 	}

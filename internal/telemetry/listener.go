@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// Listener is the metrics listener: /metrics and /debug/pprof/ on an
-// address of their own, never the API's.
+// Listener is a listener of its own beside the API's: the metrics
+// listener (/metrics and /debug/pprof/), or occ worker's probes.
 type Listener struct {
 	ln  net.Listener
 	srv *http.Server
@@ -22,12 +22,18 @@ type Listener struct {
 // once (a configured metrics address that cannot be bound stops the
 // process at start, rather than leaving it unmonitored).
 func Listen(addr string, m *Metrics, logger *slog.Logger) (*Listener, error) {
+	return Serve("metrics", addr, m.Handler(), logger)
+}
+
+// Serve starts serving h on addr, as Listen does; name ("metrics",
+// "worker health") starts its error and its log line.
+func Serve(name, addr string, h http.Handler, logger *slog.Logger) (*Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("%s listen on %s: %w", name, addr, err)
 	}
 	l := &Listener{ln: ln, err: make(chan error, 1), srv: &http.Server{
-		Handler:           m.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: /debug/pprof/profile and /trace stream for as
 		// many seconds as asked.
@@ -36,7 +42,7 @@ func Listen(addr string, m *Metrics, logger *slog.Logger) (*Listener, error) {
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}}
 	go func() { l.err <- l.srv.Serve(ln) }()
-	logger.Info("metrics listening", "address", ln.Addr().String())
+	logger.Info(name+" listening", "address", ln.Addr().String())
 	return l, nil
 }
 
