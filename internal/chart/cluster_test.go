@@ -21,6 +21,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -1107,7 +1108,25 @@ func TestDeployWithWorkerToken(t *testing.T) {
 	// The worker starts after the server has migrated the database (occ
 	// worker does not migrate; the chart's migration Job does, before
 	// both).
-	wk := startOCC(t, "worker", append(base, "OCC_CONFIG="+workerConfig, "OCC_DATA_DIR="+filepath.Join(dir, "worker-data")), "worker")
+	// Its probes on a loopback port of this test instead of the chart's
+	// 0.0.0.0:8081; they answer once its loops run.
+	health := "http://" + testutil.FreeAddr(t)
+	wk := startOCC(t, "worker", append(base, "OCC_CONFIG="+workerConfig, "OCC_DATA_DIR="+filepath.Join(dir, "worker-data"),
+		"OCC_WORKER_HEALTH_LISTEN="+strings.TrimPrefix(health, "http://")), "worker")
+	waitUntil(t, ctx, time.Minute, "the worker's /readyz to answer 200", []*occProcess{wk}, func() (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, health+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 
 	if _, err := c.SignIn(ctx, "admin@localhost", password); err != nil {
 		t.Fatalf("SignIn: %v", err)

@@ -2,10 +2,12 @@ package chart
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +116,104 @@ func TestProbes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkerProbes checks the worker container's probes against
+// internal/server's WorkerProbes: the named port "health" is
+// worker.healthPort and the port of worker.healthListen in the rendered
+// configuration (which occ loads); each probe asks a path that answers 200
+// there when the loops progress and the database answers, and liveness
+// and startup ask /healthz, which does not ping the database (an outage
+// must not restart the worker); readiness waits longer than /readyz's
+// ping bound. It also checks the refusal of a health port equal to the
+// metrics port, which occ would refuse at start.
+func TestWorkerProbes(t *testing.T) {
+	var pingBound time.Duration
+	probes := server.WorkerProbes(&server.Health{
+		Loops: func() error { return nil },
+		Ping: func(ctx context.Context) error {
+			if dl, ok := ctx.Deadline(); ok {
+				pingBound = time.Until(dl)
+			}
+			return nil
+		}}, slog.New(slog.DiscardHandler))
+	answers := func(p string) int {
+		rec := httptest.NewRecorder()
+		probes.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		return rec.Code
+	}
+	for _, tt := range []struct {
+		name string
+		sets []string
+		port string
+	}{
+		{"default port", nil, "8081"},
+		{"the highest port", []string{"worker.healthPort=65535"}, "65535"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := render(t, []string{valuesFile("metrics")}, tt.sets...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := objects(t, out)
+			d, ok := objs["Deployment/"+release+"-occ-worker"]
+			if !ok {
+				t.Fatal("no worker Deployment")
+			}
+			c := path(t, d.Spec, "template", "spec", "containers", 0).(map[string]any)
+			if got := portsByName(t, c["ports"])["health"]; got != tt.port {
+				t.Errorf("container port health = %q, want %s", got, tt.port)
+			}
+			cfg, _ := occConfig(t, objs, release+"-occ-config")
+			if want := "0.0.0.0:" + tt.port; cfg.WorkerHealthListen != want {
+				t.Errorf("worker.healthListen = %q, want %q", cfg.WorkerHealthListen, want)
+			}
+			want := map[string]string{"startupProbe": "/healthz", "livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+			for kind, wantPath := range want {
+				p, ok := c[kind].(map[string]any)
+				if !ok {
+					t.Errorf("the worker container has no %s", kind)
+					continue
+				}
+				get := path(t, p, "httpGet").(map[string]any)
+				if get["path"] != wantPath || get["port"] != "health" {
+					t.Errorf("%s asks %v on port %v, want %s on health", kind, get["path"], get["port"], wantPath)
+				}
+				pingBound = 0
+				if code := answers(get["path"].(string)); code != http.StatusOK {
+					t.Errorf("%s asks %v, which server.WorkerProbes answers %d", kind, get["path"], code)
+				}
+				if kind != "readinessProbe" && pingBound != 0 {
+					t.Errorf("%s asks %v, which pings the database", kind, get["path"])
+				}
+				if kind == "readinessProbe" {
+					if pingBound <= 0 {
+						t.Errorf("/readyz gave its database ping no deadline")
+					} else if timeout := time.Duration(probeSeconds(p, "timeoutSeconds", 1)) * time.Second; timeout <= pingBound {
+						t.Errorf("readiness timeout %s does not exceed /readyz's database ping bound %s", timeout, pingBound.Round(time.Second))
+					}
+				}
+			}
+		})
+	}
+	t.Run("health port on the metrics port", func(t *testing.T) {
+		_, err := render(t, []string{valuesFile("metrics")}, "worker.healthPort=9464")
+		const msg = "metrics.port and worker.healthPort are both 9464; the worker's probes need a port of their own"
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("render with the health port on the metrics port: %v, want %q", err, msg)
+		}
+	})
+	t.Run("sqlite has no worker probes", func(t *testing.T) {
+		out, err := render(t, []string{valuesFile("routing-off")}, "database.mode=sqlite")
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := objects(t, out)
+		if _, ok := objs["Deployment/"+release+"-occ-worker"]; ok {
+			t.Error("a worker Deployment with database.mode sqlite")
+		}
+		if cfg, _ := occConfig(t, objs, release+"-occ-config"); cfg.WorkerHealthListen != "" {
+			t.Errorf("worker.healthListen = %q with database.mode sqlite, want none", cfg.WorkerHealthListen)
+		}
+	})
 }

@@ -151,7 +151,9 @@ as the routing objects below.
 {{- if $v.bootstrapAdmin.passwordSecretName -}}{{- $_ := set $admin "passwordFile" "/etc/occ/bootstrap-admin/password" -}}{{- end -}}
 {{- $cfg := dict "listen" (printf "0.0.0.0:%d" (int $v.api.port)) "dataDir" "/var/lib/occ" "publicOrigin" ($v.publicOrigin | default (printf "http://%s.%s.svc:%d" (include "occ.apiName" .) .Release.Namespace (int $v.api.port))) "log" (dict "level" $v.logLevel "format" $v.logFormat) "bootstrapAdmin" $admin "drivers" (dict "compute" (dict "driver" "kubernetes" "kubernetes" $kube)) -}}
 {{- with $v.trustedProxies -}}{{- $_ := set $cfg "trustedProxies" . -}}{{- end -}}
-{{- $_ := set $cfg "worker" (dict "concurrency" (int $v.worker.concurrency)) -}}
+{{- $worker := dict "concurrency" (int $v.worker.concurrency) -}}
+{{- if ne $v.database.mode "sqlite" -}}{{- $_ := set $worker "healthListen" (printf "0.0.0.0:%d" (int $v.worker.healthPort)) -}}{{- end -}}
+{{- $_ := set $cfg "worker" $worker -}}
 {{- if $v.metrics.enabled -}}{{- $_ := set $cfg "metrics" (dict "listen" (printf "0.0.0.0:%d" (int $v.metrics.port))) -}}{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
