@@ -23,15 +23,18 @@ func benchEvent(now time.Time) store.AuditEvent {
 }
 
 // BenchmarkAppendAuditEvent measures one audit record's write (the chain
-// head read, the insert and the head update in one transaction), which a
+// head read, the insert and the head update in one transaction; on
+// PostgreSQL one statement once the process knows the head), which a
 // workspace file PUT makes twice (the write-ahead attempt and the
 // outcome): on SQLite, and on PostgreSQL when OCC_TEST_POSTGRES_URL is set.
 // Besides ns/op it reports the median, p99 and worst append. On SQLite it
 // also runs the baseline "sqlite-commit-checkpoints": SQLite's default, a
 // commit that takes the WAL past 1,000 pages checkpoints before it returns,
-// instead of the store's background checkpoints. Use at least a few
+// instead of the store's background checkpoints; on PostgreSQL the
+// baseline "postgres-transaction": every append in a transaction of five
+// round trips, as before the one statement. Use at least a few
 // thousand appends, so that the baseline passes its threshold several
-// times, and -count for the spread:
+// times, and -count for the spread (the sub-benchmarks alternate):
 //
 //	go test ./internal/store/sqlstore -run '^$' -bench 'AppendAuditEvent$' -benchtime 5000x -count 2
 func BenchmarkAppendAuditEvent(b *testing.B) {
@@ -47,8 +50,11 @@ func BenchmarkAppendAuditEvent(b *testing.B) {
 	}
 	if os.Getenv("OCC_TEST_POSTGRES_URL") != "" {
 		engines["postgres"] = testdb.Postgres
+		engines["postgres-transaction"] = func(tb testing.TB) *sqlstore.Store {
+			return sqlstore.WithoutKnownHeadForTest(testdb.Postgres(tb))
+		}
 	}
-	for _, name := range []string{"sqlite", "sqlite-commit-checkpoints", "postgres"} {
+	for _, name := range []string{"sqlite", "sqlite-commit-checkpoints", "postgres", "postgres-transaction"} {
 		open, ok := engines[name]
 		if !ok {
 			continue
@@ -75,9 +81,11 @@ func BenchmarkAppendAuditEvent(b *testing.B) {
 // BenchmarkAppendAuditEventParallel is BenchmarkAppendAuditEvent with 16
 // writers at once (SetParallelism 8 on 2 cores), as under concurrent file
 // PUTs: ns/op is the inverse of the throughput, and p50-ms / p99-ms the
-// latency of one append. Each engine runs twice, through the store's gate
-// and without it (writers queueing on SQLite's lock and busy handler, or
-// on PostgreSQL's row lock on the chain head, alone: the baseline):
+// latency of one append. Each engine runs through the store's gate and
+// without it (writers queueing on SQLite's lock and busy handler, or on
+// PostgreSQL's row lock on the chain head, alone: the baseline), and
+// PostgreSQL also through the gate with every append a transaction
+// ("postgres-transaction", the baseline of the one statement):
 //
 //	go test ./internal/store/sqlstore -run '^$' -bench AppendAuditEventParallel -count 3
 func BenchmarkAppendAuditEventParallel(b *testing.B) {
@@ -87,9 +95,10 @@ func BenchmarkAppendAuditEventParallel(b *testing.B) {
 	}
 	if os.Getenv("OCC_TEST_POSTGRES_URL") != "" {
 		engines["postgres"] = testdb.Postgres
+		engines["postgres-transaction"] = func(tb testing.TB) *sqlstore.Store { return sqlstore.WithoutKnownHeadForTest(testdb.Postgres(tb)) }
 		engines["postgres-no-gate"] = func(tb testing.TB) *sqlstore.Store { return sqlstore.WithoutWriteGateForTest(testdb.Postgres(tb)) }
 	}
-	for _, name := range []string{"sqlite", "sqlite-no-gate", "postgres", "postgres-no-gate"} {
+	for _, name := range []string{"sqlite", "sqlite-no-gate", "postgres", "postgres-transaction", "postgres-no-gate"} {
 		open, ok := engines[name]
 		if !ok {
 			continue

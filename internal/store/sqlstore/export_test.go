@@ -54,7 +54,8 @@ func WithoutWriteGateForTest(s *Store) *Store {
 	c := *s
 	c.writers = nil
 	c.appends = nil
-	c.w = nil // and on any pooled connection, as before the writer
+	c.head = nil // its appends in one statement need the gate
+	c.w = nil    // and on any pooled connection, as before the writer
 	return &c
 }
 
@@ -97,4 +98,13 @@ func SnapshotsForTest(s *Store) uint64 {
 func SetActiveRevisionForTest(ctx context.Context, s *Store, namespaceID, agentID, id string) error {
 	_, err := s.exec(ctx, `UPDATE agents SET active_revision_id = ? WHERE namespace_id = ? AND id = ?`, id, namespaceID, agentID)
 	return err
+}
+
+// WithoutKnownHeadForTest returns a copy of s whose audit appends always
+// read the chain head in a transaction: the baseline of the one-statement
+// append on PostgreSQL (BenchmarkAppendAuditEvent's "postgres-transaction").
+func WithoutKnownHeadForTest(s *Store) *Store {
+	c := *s
+	c.head = nil
+	return &c
 }

@@ -61,6 +61,10 @@ type Store struct {
 	// audit appends in transactions of their own pass one at a time (see
 	// AppendAuditEvent); nil on SQLite, whose writers gate covers them.
 	appends writeGate
+	// head is the owner's: on PostgreSQL, the audit chain head as this
+	// process's last own append committed it (chainHead), used under the
+	// append gate; nil on SQLite and on a transaction-bound copy.
+	head *chainHead
 	// queued is shared by the owner and its copies: who to tell when work
 	// was queued (OnWorkQueued). enqueued is set on a transaction-bound
 	// copy whose transaction queued work, which is told after its commit.
@@ -299,6 +303,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		st.startCheckpoints()
 	} else {
 		st.appends = make(writeGate, 1)
+		st.head = &chainHead{}
 	}
 	st.SetReadCacheItems(DefaultReadCacheItems)
 	return st, nil
@@ -716,23 +721,25 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Ro
 // makes no spans. It is process-wide like the OpenTelemetry global
 // provider, which this package cannot use: the otel package depends on
 // net/http, and the store must not (docs/architecture.md).
-var tracer atomic.Value
+var tracer atomic.Pointer[trace.Tracer]
 
 // SetTracerProvider makes the store start its spans with tp: call it once
 // at start, after the tracing set-up, with the provider the rest of the
-// process uses.
+// process uses. A later call replaces it, whatever its type.
 func SetTracerProvider(tp trace.TracerProvider) {
-	tracer.Store(tp.Tracer("github.com/openclaw/occ/internal/store/sqlstore"))
+	tr := tp.Tracer("github.com/openclaw/occ/internal/store/sqlstore")
+	tracer.Store(&tr)
 }
 
 func (s *Store) span(ctx context.Context, query string) (context.Context, trace.Span) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil // no trace to join: skip the attribute work
 	}
-	tr, _ := tracer.Load().(trace.Tracer)
-	if tr == nil {
+	p := tracer.Load()
+	if p == nil {
 		return ctx, nil
 	}
+	tr := *p
 	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
 	return tr.Start(ctx, "db."+strings.ToLower(op), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.system.name", s.d.engine()), attribute.String("db.operation.name", strings.ToUpper(op)),
