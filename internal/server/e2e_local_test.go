@@ -56,6 +56,12 @@ func newLocalEnvWith(t testing.TB, logger *slog.Logger) *localEnv {
 // package's in-memory pipeline, or not, whether a test or a benchmark.
 func newLocalEnvTraced(t testing.TB, logger *slog.Logger, traced bool) *localEnv {
 	t.Helper()
+	return newLocalEnvOn(t, nil, logger, traced)
+}
+
+// newLocalEnvOn is newLocalEnvTraced over st (nil: a new SQLite store).
+func newLocalEnvOn(t testing.TB, st *sqlstore.Store, logger *slog.Logger, traced bool) *localEnv {
+	t.Helper()
 	rt, err := gwtest.FindRuntime()
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -63,7 +69,9 @@ func newLocalEnvTraced(t testing.TB, logger *slog.Logger, traced bool) *localEnv
 		}
 		t.Skipf("no OpenClaw runtime: %v", err)
 	}
-	st := testdb.SQLite(t)
+	if st == nil {
+		st = testdb.SQLite(t)
+	}
 	// The driver's gateways outlive the driver by design; a guarded
 	// directory makes sure they die with this binary even when it is
 	// killed or times out before the cleanups run.

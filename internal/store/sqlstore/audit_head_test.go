@@ -160,4 +160,3 @@ func TestAuditChainTwoReplicas(t *testing.T) {
 		t.Errorf("chained = %d, want %d", res.Chained, want)
 	}
 }
-
