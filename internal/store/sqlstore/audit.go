@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openclaw/occ/internal/store/auditchain"
@@ -44,14 +45,14 @@ const auditColumns = `id, occurred_at, kind, actor_id, credential, request_id, a
 // hold the head, and it holds it until it ends.
 //
 // Through the gate, an append on PostgreSQL whose process committed the
-// last link (chainHead) is one statement instead of five round trips
-// (BEGIN, the head, the insert, the head's update, COMMIT): it moves the
-// head only if it is still that link, and inserts the event only if it
-// did, all or nothing. Another replica's or a transaction's append in
-// between makes it change nothing, and the append then reads the head in
-// a transaction as above. A failure of that statement may have committed
-// it (the reply lost): it is reported as errkind.OutcomeUnknown, as a lost
-// COMMIT is.
+// last link (chainHead: its own appends and those of its transactions) is
+// one statement instead of five round trips (BEGIN, the head, the insert,
+// the head's update, COMMIT): it moves the head only if it is still that
+// link, and inserts the event only if it did, all or nothing. Another
+// replica's append in between makes it change nothing, and the append then
+// reads the head in a transaction as above. A failure of that statement
+// may have committed it (the reply lost): it is reported as
+// errkind.OutcomeUnknown, as a lost COMMIT is.
 func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
 	var details any
 	if len(e.Details) > 0 {
@@ -82,6 +83,9 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 			return tx.dbErr("append audit event: read the chain head", err)
 		}
 		link = auditchain.Next(e, headSeq, headHash)
+		if tx.appended != nil {
+			*tx.appended = link // the head once the transaction commits
+		}
 		_, err = tx.exec(ctx, `INSERT INTO audit_events (`+auditColumns+`, chain_seq, prev_hash, hash)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, auditArgs(tx, e, details, link)...)
 		if err != nil {
@@ -90,9 +94,6 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 		_, err = tx.exec(ctx, `UPDATE audit_chain SET seq = ?, hash = ? WHERE id = 1`, link.Seq, link.Hash)
 		return tx.dbErr("append audit event: move the chain head", err)
 	})
-	if own && err == nil {
-		s.head.set(link)
-	}
 	return err
 }
 
@@ -104,19 +105,49 @@ func auditArgs(s *Store, e store.AuditEvent, details any, link auditchain.Link) 
 		e.Outcome, nullString(e.ReasonCode), details, nullString(e.AttemptID), link.Seq, link.PrevHash, link.Hash}
 }
 
-// chainHead is, on PostgreSQL, the audit chain's head as this process's
-// last append of its own committed it; nil on SQLite, whose appends are
-// transactions on the process's one writer connection with no round trips
-// to save. Only appends holding the append gate use it.
+// chainHead is, on PostgreSQL, the audit chain's head as this process
+// last committed it (an append of its own, or one in a transaction, after
+// the commit); nil on SQLite, whose appends are transactions on the
+// process's one writer connection with no round trips to save. It is a
+// hint: an append on it is one statement only if the database's head is
+// still that link, so a stale hint costs a statement, never a wrong link.
 type chainHead struct {
+	mu    sync.Mutex
 	known bool
 	link  auditchain.Link
 }
 
-// set records link as committed by this process; a nil head keeps nothing.
-func (h *chainHead) set(link auditchain.Link) {
-	if h != nil {
+// get returns the head as last committed here, if known; nil knows none.
+func (h *chainHead) get() (auditchain.Link, bool) {
+	if h == nil {
+		return auditchain.Link{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.link, h.known
+}
+
+// advance records link as committed here, unless a later link was
+// recorded already (appends of this process commit in chain order, but
+// may report it out of order).
+func (h *chainHead) advance(link auditchain.Link) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.known || link.Seq > h.link.Seq {
 		h.known, h.link = true, link
+	}
+}
+
+// forget drops the head if it is still at (link): an append on it found
+// the database's head elsewhere, or cannot tell whether it moved it.
+func (h *chainHead) forget(link auditchain.Link) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.link == link {
+		h.known = false
 	}
 }
 
@@ -125,20 +156,21 @@ func (h *chainHead) set(link auditchain.Link) {
 // no longer this process's last link: the caller appends in a transaction.
 // The caller holds the append gate.
 func (s *Store) appendOnKnownHead(ctx context.Context, e store.AuditEvent, details any) (done bool, err error) {
-	h := s.head
-	if h == nil || !h.known || s.appends == nil {
+	head, known := s.head.get()
+	if !known || s.appends == nil {
 		return false, nil
 	}
-	link := auditchain.Next(e, h.link.Seq, h.link.Hash)
+	h := s.head
+	link := auditchain.Next(e, head.Seq, head.Hash)
 	// The parameters of INSERT ... SELECT take no type from the target
 	// columns, hence the casts; the text columns need none.
-	args := append([]any{link.Seq, link.Hash, h.link.Seq, h.link.Hash}, auditArgs(s, e, details, link)...)
+	args := append([]any{link.Seq, link.Hash, head.Seq, head.Hash}, auditArgs(s, e, details, link)...)
 	res, err := s.exec(ctx, `WITH head AS (
 			UPDATE audit_chain SET seq = ?, hash = ? WHERE id = 1 AND seq = ? AND hash = ? RETURNING id)
 		INSERT INTO audit_events (`+auditColumns+`, chain_seq, prev_hash, hash)
 		SELECT ?, ?::timestamptz, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::bigint, ?, ? FROM head`, args...)
 	if err != nil {
-		h.known = false
+		h.forget(head)
 		if s.d.commitOutcomeUnknown(err) {
 			return false, &errkind.Error{Kind: errkind.OutcomeUnknown, Message: "the audit event may or may not have been written", Cause: err}
 		}
@@ -146,14 +178,14 @@ func (s *Store) appendOnKnownHead(ctx context.Context, e store.AuditEvent, detai
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		h.known = false
+		h.forget(head)
 		return false, s.dbErr("append audit event", err)
 	}
 	if n == 0 {
-		h.known = false // moved by another replica or a transaction
+		h.forget(head) // moved by another replica
 		return false, nil
 	}
-	h.link = link
+	h.advance(link)
 	return true, nil
 }
 

@@ -19,9 +19,10 @@ import (
 // TestAuditAppendOnKnownHead follows the statements of each append on
 // PostgreSQL, from the store's spans, through two stores on one database
 // (two replicas): an append whose process committed the last link is one
-// statement; one after another replica's append, or after an append in a
-// caller's transaction, finds that statement changing nothing and reads
-// the head in a transaction; the chain stays whole throughout.
+// statement, also after an append in a transaction of the caller's has
+// committed; one after another replica's append finds that statement
+// changing nothing and reads the head in a transaction; the chain stays
+// whole throughout.
 func TestAuditAppendOnKnownHead(t *testing.T) {
 	ctx := testCtx(t)
 	a, url := testdb.PostgresURL(t)
@@ -77,9 +78,12 @@ func TestAuditAppendOnKnownHead(t *testing.T) {
 		{"a after b moved the head", a, false, missed},
 		{"a again", a, false, one},
 		{"a in a caller's transaction", a, true, transaction},
-		{"a after its own transaction moved the head", a, false, missed},
-		{"a again", a, false, one},
+		{"a after its transaction committed the head", a, false, one},
 		{"b after a moved the head", b, false, missed},
+		{"b again", b, false, one},
+		{"b in a caller's transaction", b, true, transaction},
+		{"a after b's transaction moved the head", a, false, missed},
+		{"b after its transaction, then a", b, false, missed},
 		{"b again", b, false, one},
 	}
 	for _, st := range steps {

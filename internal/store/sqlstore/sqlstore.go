@@ -23,6 +23,7 @@ import (
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
+	"github.com/openclaw/occ/internal/store/auditchain"
 )
 
 //go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
@@ -61,10 +62,13 @@ type Store struct {
 	// audit appends in transactions of their own pass one at a time (see
 	// AppendAuditEvent); nil on SQLite, whose writers gate covers them.
 	appends writeGate
-	// head is the owner's: on PostgreSQL, the audit chain head as this
-	// process's last own append committed it (chainHead), used under the
-	// append gate; nil on SQLite and on a transaction-bound copy.
-	head *chainHead
+	// head is shared by the owner and its copies: on PostgreSQL, the
+	// audit chain head as this process last committed it (chainHead);
+	// nil on SQLite. appended is set on a transaction-bound copy to the
+	// last link its transaction appended, which inTx gives head after
+	// the commit.
+	head     *chainHead
+	appended *auditchain.Link
 	// queued is shared by the owner and its copies: who to tell when work
 	// was queued (OnWorkQueued). enqueued is set on a transaction-bound
 	// copy whose transaction queued work, which is told after its commit.
@@ -599,7 +603,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 	}()
 	erased, enqueued := false, false
 	var unprepared []string
+	var appended auditchain.Link
 	if err := fn(&Store{d: s.d, db: s.db, w: s.w, q: tx, tx: tx, stmts: stmts, unprepared: &unprepared, erase: s.erase, erased: &erased, checkpointing: s.checkpointing,
+		head: s.head, appended: &appended,
 		writers: s.writers, appends: s.appends, queued: s.queued, enqueued: &enqueued}); err != nil {
 		return err
 	}
@@ -618,6 +624,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return s.dbErr("commit transaction", err)
 	}
 	s.afterCommit(ctx, erased)
+	if appended.Seq != 0 {
+		s.head.advance(appended)
+	}
 	if enqueued {
 		s.queued.tell()
 	}
