@@ -133,18 +133,46 @@ func TestAuditChainVerifyFindsTheFirstBrokenLink(t *testing.T) {
 // gapless chain in commit order.
 func TestAuditChainConcurrentAppends(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, s *sqlstore.Store) {
-		ctx := testCtx(t)
 		const workers, each = 6, 15
-		var wg sync.WaitGroup
-		errs := make(chan error, workers*each)
-		rollback := errors.New("roll back")
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		concurrentAppends(t, []*sqlstore.Store{s}, workers, each, func(i int) appendKind {
+			if i%5 == 4 {
+				return rolledBack
+			}
+			return ownTransaction
+		})
+		verifyChained(t, s, workers*each*4/5)
+	})
+}
+
+// appendKind is how concurrentAppends appends one event.
+type appendKind int
+
+const (
+	ownTransaction    appendKind = iota // AppendAuditEvent
+	callerTransaction                   // in InTx, committed
+	rolledBack                          // in InTx, rolled back
+)
+
+// concurrentAppends appends each events from each of goroutines goroutines
+// on every store at once, the i-th of a goroutine as kind(i) says, and
+// fails t on any error.
+func concurrentAppends(t *testing.T, stores []*sqlstore.Store, goroutines, each int, kind func(i int) appendKind) {
+	t.Helper()
+	ctx := testCtx(t)
+	rollback := errors.New("roll back")
+	var wg sync.WaitGroup
+	errs := make(chan error, len(stores)*goroutines*each)
+	for r, s := range stores {
+		for g := range goroutines {
+			wg.Go(func() {
 				for i := range each {
-					e := chainEvent(w*each + i)
-					if i%5 == 4 {
+					e := chainEvent((r*goroutines+g)*each + i)
+					switch kind(i) {
+					case callerTransaction:
+						if err := s.InTx(ctx, func(tx store.Store) error { return tx.AppendAuditEvent(ctx, e) }); err != nil {
+							errs <- fmt.Errorf("append in a transaction: %v", err)
+						}
+					case rolledBack:
 						err := s.InTx(ctx, func(tx store.Store) error {
 							if err := tx.AppendAuditEvent(ctx, e); err != nil {
 								return err
@@ -154,28 +182,34 @@ func TestAuditChainConcurrentAppends(t *testing.T) {
 						if !errors.Is(err, rollback) {
 							errs <- fmt.Errorf("rolled-back append: %v", err)
 						}
-						continue
-					}
-					if err := s.AppendAuditEvent(ctx, e); err != nil {
-						errs <- err
+					default:
+						if err := s.AppendAuditEvent(ctx, e); err != nil {
+							errs <- err
+						}
 					}
 				}
-			}()
+			})
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		res, brk, err := s.VerifyAuditChain(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if brk != nil {
-			t.Fatalf("chain broken after concurrent appends: %v", brk)
-		}
-		if want := int64(workers * each * 4 / 5); res.Chained != want {
-			t.Errorf("chained = %d, want %d", res.Chained, want)
-		}
-	})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// verifyChained fails t unless s's audit chain verifies whole and holds
+// want chained events.
+func verifyChained(t *testing.T, s *sqlstore.Store, want int) {
+	t.Helper()
+	res, brk, err := s.VerifyAuditChain(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if brk != nil {
+		t.Fatalf("chain broken: %v", brk)
+	}
+	if res.Chained != int64(want) {
+		t.Errorf("chained = %d, want %d", res.Chained, want)
+	}
 }

@@ -1,9 +1,6 @@
 package sqlstore_test
 
 import (
-	"errors"
-	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -25,12 +22,7 @@ import (
 // whole throughout.
 func TestAuditAppendOnKnownHead(t *testing.T) {
 	ctx := testCtx(t)
-	a, url := testdb.PostgresURL(t)
-	b, err := sqlstore.Open(ctx, url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	a, b := twoReplicas(t)
 
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -45,6 +37,7 @@ func TestAuditAppendOnKnownHead(t *testing.T) {
 		before := len(rec.Ended())
 		e := chainEvent(n)
 		n++
+		var err error
 		if inTx {
 			err = s.InTx(sctx, func(tx store.Store) error { return tx.AppendAuditEvent(sctx, e) })
 		} else {
@@ -91,16 +84,20 @@ func TestAuditAppendOnKnownHead(t *testing.T) {
 			t.Errorf("%s: statements (-want +got):\n%s", st.name, diff)
 		}
 	}
-	res, brk, err := a.VerifyAuditChain(ctx)
+	verifyChained(t, a, len(steps))
+}
+
+// twoReplicas opens two stores on one new PostgreSQL database, as two OCC
+// replicas would.
+func twoReplicas(t *testing.T) (a, b *sqlstore.Store) {
+	t.Helper()
+	a, url := testdb.PostgresURL(t)
+	b, err := sqlstore.Open(testCtx(t), url, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if brk != nil {
-		t.Fatalf("chain broken: %v", brk)
-	}
-	if res.Chained != int64(len(steps)) {
-		t.Errorf("chained = %d, want %d", res.Chained, len(steps))
-	}
+	t.Cleanup(func() { _ = b.Close() })
+	return a, b
 }
 
 // TestAuditChainTwoReplicas: two stores on one PostgreSQL database (two
@@ -108,59 +105,16 @@ func TestAuditAppendOnKnownHead(t *testing.T) {
 // of their own (one statement on a known head) and of a caller's (some
 // rolled back), form one gapless chain holding every committed event.
 func TestAuditChainTwoReplicas(t *testing.T) {
-	ctx := testCtx(t)
-	a, url := testdb.PostgresURL(t)
-	b, err := sqlstore.Open(ctx, url, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	a, b := twoReplicas(t)
 	const perReplica, each = 3, 30
-	rollback := errors.New("roll back")
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*perReplica*each)
-	for r, s := range []*sqlstore.Store{a, b} {
-		for g := range perReplica {
-			wg.Go(func() {
-				for i := range each {
-					e := chainEvent((r*perReplica+g)*each + i)
-					switch i % 6 {
-					case 4: // in a caller's transaction
-						if err := s.InTx(ctx, func(tx store.Store) error { return tx.AppendAuditEvent(ctx, e) }); err != nil {
-							errs <- fmt.Errorf("append in a transaction: %v", err)
-						}
-					case 5: // rolled back
-						err := s.InTx(ctx, func(tx store.Store) error {
-							if err := tx.AppendAuditEvent(ctx, e); err != nil {
-								return err
-							}
-							return rollback
-						})
-						if !errors.Is(err, rollback) {
-							errs <- fmt.Errorf("rolled-back append: %v", err)
-						}
-					default:
-						if err := s.AppendAuditEvent(ctx, e); err != nil {
-							errs <- err
-						}
-					}
-				}
-			})
+	concurrentAppends(t, []*sqlstore.Store{a, b}, perReplica, each, func(i int) appendKind {
+		switch i % 6 {
+		case 4:
+			return callerTransaction
+		case 5:
+			return rolledBack
 		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	res, brk, err := b.VerifyAuditChain(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if brk != nil {
-		t.Fatalf("chain broken after concurrent appends on two replicas: %v", brk)
-	}
-	if want := int64(2 * perReplica * each * 5 / 6); res.Chained != want {
-		t.Errorf("chained = %d, want %d", res.Chained, want)
-	}
+		return ownTransaction
+	})
+	verifyChained(t, b, 2*perReplica*each*5/6)
 }
