@@ -64,8 +64,7 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 	}
 	// The hash covers the time as stored (microseconds, UTC).
 	e.OccurredAt = e.OccurredAt.UTC().Truncate(time.Microsecond)
-	own := s.tx == nil
-	if own {
+	if s.tx == nil {
 		if err := s.appends.acquire(ctx); err != nil {
 			return s.dbErr("append audit event", err)
 		}
@@ -74,15 +73,14 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 			return err
 		}
 	}
-	var link auditchain.Link
-	err := s.inTx(ctx, func(tx *Store) error {
+	return s.inTx(ctx, func(tx *Store) error {
 		var headSeq int64
 		var headHash string
 		err := tx.queryRow(ctx, `SELECT seq, hash FROM audit_chain WHERE id = 1`+tx.d.forUpdate()).Scan(&headSeq, &headHash)
 		if err != nil {
 			return tx.dbErr("append audit event: read the chain head", err)
 		}
-		link = auditchain.Next(e, headSeq, headHash)
+		link := auditchain.Next(e, headSeq, headHash)
 		if tx.appended != nil {
 			*tx.appended = link // the head once the transaction commits
 		}
@@ -94,7 +92,6 @@ func (s *Store) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error 
 		_, err = tx.exec(ctx, `UPDATE audit_chain SET seq = ?, hash = ? WHERE id = 1`, link.Seq, link.Hash)
 		return tx.dbErr("append audit event: move the chain head", err)
 	})
-	return err
 }
 
 // auditArgs are the INSERT's arguments for e at link: auditColumns, then
