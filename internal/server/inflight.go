@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"log/slog"
 	"net"
 	"net/http"
 	"runtime"
@@ -67,7 +68,22 @@ type inflight struct {
 	metrics *telemetry.Metrics // nil: none
 	// waiting counts the requests waiting for a turn, for tests.
 	waiting atomic.Int64
+	// log gets the shed requests' summary lines (noteShed); now is its
+	// clock. shed counts the requests answered 503 since the last line,
+	// logged at (Unix nanoseconds, 0: none yet).
+	log    *slog.Logger
+	now    func() time.Time
+	shed   atomic.Int64
+	logged atomic.Int64
 }
+
+// shedLogEvery is the least time between two lines about shed requests.
+const shedLogEvery = time.Second
+
+// quiet is the request logger of a shed request's reply: noteShed's
+// summary line stands for it, so that a saturated process does not also
+// spend its cores writing one warning per request it turns away.
+var quiet = slog.New(slog.DiscardHandler)
 
 // errBusy answers a request that waited its whole wait. Unavailable, like
 // the password hashing bound's: the server is saturated, the caller did
@@ -79,7 +95,7 @@ var errBusy = errkind.WithRetryAfter(errkind.Unavailable, "The server is busy; t
 // wait (<= 0: DefaultRequestQueueWait), exempting the routes in exempt
 // (method and path patterns, as the mux has them), and records the turns,
 // the waiting requests and those that waited in vain in m (nil: nowhere).
-func newInflight(n int, wait time.Duration, exempt []string, m *telemetry.Metrics) *inflight {
+func newInflight(n int, wait time.Duration, exempt []string, m *telemetry.Metrics, logger *slog.Logger) *inflight {
 	m.RequestTurns(max(n, 0))
 	if n <= 0 {
 		return nil
@@ -87,7 +103,10 @@ func newInflight(n int, wait time.Duration, exempt []string, m *telemetry.Metric
 	if wait <= 0 {
 		wait = DefaultRequestQueueWait
 	}
-	l := &inflight{slots: make(chan struct{}, n), wait: wait, exempt: http.NewServeMux(), metrics: m}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	l := &inflight{slots: make(chan struct{}, n), wait: wait, exempt: http.NewServeMux(), metrics: m, log: logger, now: time.Now}
 	for _, p := range exempt {
 		l.exempt.Handle(p, http.NotFoundHandler())
 	}
@@ -142,11 +161,28 @@ func (l *inflight) acquire(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	case <-t.C:
 		l.metrics.RequestTurnTimedOut()
-		httpx.WriteError(w, r, errBusy)
+		l.noteShed()
+		httpx.WriteError(w, r.WithContext(httpx.WithLogger(r.Context(), quiet)), errBusy)
 		return false
 	case <-r.Context().Done():
 		return false
 	}
+}
+
+// noteShed counts a request answered 503 for want of a turn and, at most
+// once per shedLogEvery, logs one warning with how many were since the
+// previous one (this one included). A count left after the last line of
+// a burst goes into the next line, whenever that comes;
+// occ_http_request_turn_timeouts_total counts every one as it happens.
+func (l *inflight) noteShed() {
+	l.shed.Add(1)
+	now := l.now().UnixNano()
+	last := l.logged.Load()
+	if last != 0 && now-last < int64(shedLogEvery) || !l.logged.CompareAndSwap(last, now) {
+		return
+	}
+	l.log.Warn("requests answered 503: no turn came free within the queue wait",
+		"requests", l.shed.Swap(0), "queueWait", l.wait, "turns", cap(l.slots))
 }
 
 // turnWriter ends its request's turn at the first byte of the reply.

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -14,8 +16,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/config"
+	"github.com/openclaw/occ/internal/httpx"
 	"github.com/openclaw/occ/internal/store/sqlstore"
 	"github.com/openclaw/occ/internal/telemetry"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // gathered is the value of the unlabelled gauge or counter name in m's
@@ -116,7 +120,7 @@ func arrive(t *testing.T, g *gate, want string) {
 func TestInflightTurnsInArrivalOrder(t *testing.T) {
 	g := newGate()
 	m := telemetry.NewMetrics()
-	l := newInflight(2, time.Minute, nil, m)
+	l := newInflight(2, time.Minute, nil, m, nil)
 	h := l.wrap(g)
 	var dones []<-chan struct{}
 	for _, name := range []string{"a", "b"} {
@@ -160,7 +164,7 @@ func TestInflightTurnsInArrivalOrder(t *testing.T) {
 func TestInflightWaitRunsOut(t *testing.T) {
 	g := newGate()
 	m := telemetry.NewMetrics()
-	l := newInflight(1, 20*time.Millisecond, nil, m)
+	l := newInflight(1, 20*time.Millisecond, nil, m, nil)
 	h := l.wrap(g)
 	_, done := serve(h, get("holder"))
 	arrive(t, g, "holder")
@@ -195,7 +199,7 @@ func TestInflightWaitRunsOut(t *testing.T) {
 
 func TestInflightClientGoneWhileWaiting(t *testing.T) {
 	g := newGate()
-	l := newInflight(1, time.Minute, nil, nil)
+	l := newInflight(1, time.Minute, nil, nil, nil)
 	h := l.wrap(g)
 	_, done := serve(h, get("holder"))
 	arrive(t, g, "holder")
@@ -221,7 +225,7 @@ func TestInflightClientGoneWhileWaiting(t *testing.T) {
 func TestInflightTurnEndsAtTheReply(t *testing.T) {
 	g := newGate()
 	g.writeFirst = true
-	l := newInflight(1, time.Minute, nil, nil)
+	l := newInflight(1, time.Minute, nil, nil, nil)
 	h := l.wrap(g)
 	_, first := serve(h, get("first"))
 	arrive(t, g, "first") // it has started its reply and now waits
@@ -248,7 +252,7 @@ func TestInflightFlushAndHijackEndTheTurn(t *testing.T) {
 		{"hijack", func(w http.ResponseWriter) { _, _, _ = w.(http.Hijacker).Hijack() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newInflight(1, 2*time.Second, nil, nil) // a held turn: 503 after 2 s
+			l := newInflight(1, 2*time.Second, nil, nil, nil) // a held turn: 503 after 2 s
 			started, release := make(chan struct{}), make(chan struct{})
 			_, done := serve(l.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				tc.start(w)
@@ -273,7 +277,7 @@ func TestInflightFlushAndHijackEndTheTurn(t *testing.T) {
 func TestInflightUncounted(t *testing.T) {
 	g := newGate()
 	file := "GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}"
-	l := newInflight(1, time.Minute, []string{file}, nil)
+	l := newInflight(1, time.Minute, []string{file}, nil, nil)
 	h := l.wrap(g)
 	_, holder := serve(h, get("holder"))
 	arrive(t, g, "holder")
@@ -303,7 +307,7 @@ func TestInflightUncounted(t *testing.T) {
 
 func TestInflightNone(t *testing.T) {
 	m := telemetry.NewMetrics()
-	if l := newInflight(0, 0, nil, m); l != nil {
+	if l := newInflight(0, 0, nil, m, nil); l != nil {
 		t.Fatalf("newInflight(0) = %v, want nil", l)
 	}
 	if turns := gathered(t, m, telemetry.MetricHTTPTurns); turns != 0 {
@@ -314,7 +318,7 @@ func TestInflightNone(t *testing.T) {
 	if got := l.wrap(next); got == nil {
 		t.Fatal("a nil inflight's wrap returned nil")
 	}
-	if l := newInflight(3, 0, nil, nil); l.wait != DefaultRequestQueueWait || cap(l.slots) != 3 {
+	if l := newInflight(3, 0, nil, nil, nil); l.wait != DefaultRequestQueueWait || cap(l.slots) != 3 {
 		t.Errorf("newInflight(3, 0) = wait %v, %d turns; want %v, 3", l.wait, cap(l.slots), DefaultRequestQueueWait)
 	}
 }
@@ -347,5 +351,61 @@ func TestDefaultMaxRequestsInFlight(t *testing.T) {
 		if got := DefaultMaxRequestsInFlight(tc.engine, tc.local, tc.pool); got != tc.want {
 			t.Errorf("DefaultMaxRequestsInFlight(%s, %v, %d) = %d, want %d", tc.engine, tc.local, tc.pool, got, tc.want)
 		}
+	}
+}
+
+// TestInflightShedLoggedOncePerSecond: requests answered 503 for want of a
+// turn log no line each (their request logger gets nothing) but one
+// warning at most per second, counting those since the previous one: on
+// the settable clock, the first of five at once logs 1; the next four, and
+// one 999 ms later, log nothing; the first a second after the first line
+// logs 6, and the one after it nothing.
+func TestInflightShedLoggedOncePerSecond(t *testing.T) {
+	var buf bytes.Buffer // written only by this goroutine's requests
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	clock := testutil.NewClock(time.Time{})
+	g := newGate()
+	l := newInflight(1, time.Millisecond, nil, nil, logger)
+	l.now = clock.Now
+	h := l.wrap(g)
+	_, done := serve(h, get("holder"))
+	arrive(t, g, "holder")
+	late := func(n int) {
+		for range n {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, get("late").WithContext(httpx.WithLogger(context.Background(), logger)))
+			if rec.Code != http.StatusServiceUnavailable {
+				t.Fatalf("late request: %d, want 503", rec.Code)
+			}
+		}
+	}
+	late(5)
+	clock.Advance(999 * time.Millisecond)
+	late(1)
+	clock.Advance(time.Millisecond)
+	late(2)
+	close(g.release)
+	<-done
+	type line struct {
+		Level, Msg string
+		Requests   int
+		Turns      int
+		QueueWait  time.Duration // nanoseconds in JSON
+	}
+	var got []line
+	for _, raw := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var ln line
+		if err := json.Unmarshal([]byte(raw), &ln); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		got = append(got, ln)
+	}
+	const msg = "requests answered 503: no turn came free within the queue wait"
+	want := []line{
+		{Level: "WARN", Msg: msg, Requests: 1, Turns: 1, QueueWait: time.Millisecond},
+		{Level: "WARN", Msg: msg, Requests: 6, Turns: 1, QueueWait: time.Millisecond},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log lines (-want +got):\n%s", diff)
 	}
 }

@@ -177,7 +177,7 @@ func New(o Options) *Server {
 		publicOrigin:   o.PublicOrigin,
 		trustedProxies: o.TrustedProxies,
 	}
-	admitted := newInflight(o.MaxRequestsInFlight, DefaultRequestQueueWait, uncounted, o.Metrics).wrap(readScoped(adm.wrap(telemetry.Route(mux))))
+	admitted := newInflight(o.MaxRequestsInFlight, DefaultRequestQueueWait, uncounted, o.Metrics, o.Logger).wrap(readScoped(adm.wrap(telemetry.Route(mux))))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := probes[r.URL.Path]; ok {
 			p.ServeHTTP(w, r)
