@@ -192,19 +192,7 @@ func New(o Options) *Server {
 	if https {
 		h = hsts(h)
 	}
-	h = httpx.RequestID(h)
-	base := o.Logger
-	inner := h
-	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The request's span ids go on its logger here, so that lines
-		// logged without a context carry them too (telemetry.LogHandler
-		// adds them only to lines logged with one).
-		l := base
-		if attrs := telemetry.LogAttrs(r.Context()); attrs != nil {
-			l = l.With(attrs...)
-		}
-		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), l)))
-	})
+	h = withBaseLogger(httpx.RequestID(h), o.Logger)
 	h = telemetry.HTTP(o.Metrics, o.TracerProvider, h)
 	wk := worker.New(az, o.Driver, o.Worker)
 	if q, ok := o.Store.(workQueue); ok {
@@ -500,7 +488,10 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	srv := New(Options{Store: st, PublicOrigin: cfg.PublicOrigin, Logger: logger, Driver: driver, Metrics: obs.metrics,
 		Worker: worker.Options{Concurrency: cfg.WorkerConcurrency}})
 	if cfg.WorkerHealthListen != "" {
-		ln, err := serveWorkerHealth(cfg.WorkerHealthListen, &Health{Ping: st.DB().PingContext, Loops: srv.Worker.Health}, logger)
+		// A listen error stops occ worker at start: a configured probe
+		// address that cannot be bound would otherwise fail every probe.
+		probes := WorkerProbes(&Health{Ping: st.DB().PingContext, Loops: srv.Worker.Health}, logger)
+		ln, err := telemetry.Serve("worker health", cfg.WorkerHealthListen, probes, logger)
 		if err != nil {
 			return err
 		}
@@ -511,13 +502,6 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	return srv.Worker.Run(ctx)
 }
 
-// serveWorkerHealth serves WorkerProbes on addr. A listen error stops occ
-// worker at start: a configured probe address that cannot be bound would
-// otherwise fail every probe.
-func serveWorkerHealth(addr string, h *Health, logger *slog.Logger) (*telemetry.Listener, error) {
-	return telemetry.Serve("worker health", addr, WorkerProbes(h, logger), logger)
-}
-
 // WorkerProbes is occ worker's probe handler: GET /healthz (h.Live) and
 // GET /readyz (h.Ready), with request ids, logger and JSON replies as on
 // the API listener; any other path answers 404.
@@ -525,9 +509,20 @@ func WorkerProbes(h *Health, logger *slog.Logger) http.Handler {
 	mux := httpx.NewMux()
 	mux.HandleFunc("GET /healthz", h.Live)
 	mux.HandleFunc("GET /readyz", h.Ready)
-	inner := httpx.RequestID(httpx.Recover(mux))
+	return withBaseLogger(httpx.RequestID(httpx.Recover(mux)), logger)
+}
+
+// withBaseLogger puts base in each request's context for next, whose
+// httpx.RequestID derives the request's logger from it. The request's
+// span ids go on it here, so that lines logged without a context carry
+// them too (telemetry.LogHandler adds them only to lines logged with one).
+func withBaseLogger(next http.Handler, base *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inner.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), logger)))
+		l := base
+		if attrs := telemetry.LogAttrs(r.Context()); attrs != nil {
+			l = l.With(attrs...)
+		}
+		next.ServeHTTP(w, r.WithContext(httpx.WithLogger(r.Context(), l)))
 	})
 }
 

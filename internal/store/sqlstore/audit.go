@@ -153,11 +153,11 @@ func (h *chainHead) forget(link auditchain.Link) {
 // no longer this process's last link: the caller appends in a transaction.
 // The caller holds the append gate.
 func (s *Store) appendOnKnownHead(ctx context.Context, e store.AuditEvent, details any) (done bool, err error) {
-	head, known := s.head.get()
+	h := s.head
+	head, known := h.get()
 	if !known || s.appends == nil {
 		return false, nil
 	}
-	h := s.head
 	link := auditchain.Next(e, head.Seq, head.Hash)
 	// The parameters of INSERT ... SELECT take no type from the target
 	// columns, hence the casts; the text columns need none.
