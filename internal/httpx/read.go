@@ -19,8 +19,9 @@ import (
 // DefaultLimit is the body limit, in bytes, of operations without their own.
 const DefaultLimit = 64 << 10
 
-// maxPathValue caps a decoded path parameter. Identifiers are far shorter;
-// the cap stops long values from reaching logs and error details.
+// maxPathValue caps a decoded path parameter, in UTF-16 code units as the
+// reference counts it (pathLen). Identifiers are far shorter; the cap stops
+// long values from reaching logs and error details.
 const maxPathValue = 400
 
 // ReadJSON reads the request body as JSON into dst, a non-nil pointer
@@ -236,17 +237,36 @@ func NoQuery(r *http.Request) error {
 		fmt.Sprintf("This operation does not accept query parameters; got %q.", clip(first, 64)), details...)
 }
 
+// pathLen is v's length in UTF-16 code units: 1 for a rune of the Basic
+// Multilingual Plane, 2 for one beyond it (a surrogate pair), and 1 for each
+// byte that is not valid UTF-8 (decoded as U+FFFD). It stops counting past
+// maxPathValue, so a long value costs no more than a short one.
+func pathLen(v string) int {
+	n := 0
+	for _, r := range v {
+		if r > 0xFFFF {
+			n += 2
+		} else {
+			n++
+		}
+		if n > maxPathValue {
+			break
+		}
+	}
+	return n
+}
+
 // PathID returns the path wildcard name, which must be an identifier with
 // the given prefix (see ids.Valid). Otherwise it returns a 400 with detail
 // INVALID_FORMAT at "/path/<name>", or TOO_LONG if the decoded value is
-// longer than 400 bytes. The value is not echoed in the message.
+// longer than 400 UTF-16 code units. The value is not echoed in the message.
 func PathID(r *http.Request, name, prefix string) (string, error) {
 	v := r.PathValue(name)
 	var b strings.Builder
 	b.WriteString("/path/")
 	writeSegment(&b, name)
 	path := b.String()
-	if len(v) > maxPathValue {
+	if pathLen(v) > maxPathValue {
 		return "", errkind.InvalidDetails(fmt.Sprintf("Path parameter %s is too long.", name),
 			errkind.Detail{Path: path, Code: errkind.DetailTooLong})
 	}

@@ -747,6 +747,15 @@ func TestPathID(t *testing.T) {
 		{"trailing newline", id + "\n", format},
 		{"400 bytes", strings.Repeat("a", 400), format},
 		{"401 bytes", strings.Repeat("a", 401), invalid(detail("/path/ns", errkind.DetailTooLong))},
+		// The limit counts UTF-16 code units, as the reference does, not
+		// bytes: é is 2 bytes and 1 unit, 😀 4 bytes and 2 units.
+		{"400 units in 800 bytes", strings.Repeat("é", 400), format},
+		{"401 units in 802 bytes", strings.Repeat("é", 401), invalid(detail("/path/ns", errkind.DetailTooLong))},
+		{"400 units of surrogate pairs", strings.Repeat("😀", 200), format},
+		{"402 units of surrogate pairs", strings.Repeat("😀", 201), invalid(detail("/path/ns", errkind.DetailTooLong))},
+		{"399 units and a pair", strings.Repeat("a", 399) + "😀", invalid(detail("/path/ns", errkind.DetailTooLong))},
+		{"400 invalid bytes count 1 each", strings.Repeat("\xff", 400), format},
+		{"401 invalid bytes", strings.Repeat("\xff", 401), invalid(detail("/path/ns", errkind.DetailTooLong))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
