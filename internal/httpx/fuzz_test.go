@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
 )
 
 // fuzzTarget covers each kind the validator supports; only name is
@@ -214,4 +216,38 @@ func spelledReplacements(body []byte) int {
 		i++ // skip the escaped character, so "\\ufffd" is not an escape
 	}
 	return n
+}
+
+// FuzzPathID checks, for any decoded path value, that PathID accepts it
+// exactly when ids.Valid does, and otherwise answers TOO_LONG exactly when
+// the value is over 400 UTF-16 code units, counted by an independent
+// oracle (utf16.Encode of its runes), and INVALID_FORMAT below, with one
+// of two fixed messages (so never echoing the value).
+func FuzzPathID(f *testing.F) {
+	for _, s := range []string{"", "ns_0b6f0a3c-2f1e-4c55-9a7d-1d2c3b4a5f60", strings.Repeat("é", 401),
+		strings.Repeat("😀", 200), strings.Repeat("a", 399) + "😀", "\xff\xfe", strings.Repeat("\xed\xa0\x80", 134)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		r := httptest.NewRequest(http.MethodGet, "/x", nil)
+		r.SetPathValue("ns", v)
+		got, err := PathID(r, "ns", "ns_")
+		if ids.Valid("ns_", v) {
+			if err != nil || got != v {
+				t.Fatalf("PathID(%q) = %q, %v; want it accepted", v, got, err)
+			}
+			return
+		}
+		code, message := errkind.DetailInvalidFormat, "Path parameter ns is not a valid ns_ identifier."
+		if len(utf16.Encode([]rune(v))) > 400 {
+			code, message = errkind.DetailTooLong, "Path parameter ns is too long."
+		}
+		want := outcome{Status: http.StatusBadRequest, Code: "INVALID_REQUEST", Details: []errkind.Detail{{Path: "/path/ns", Code: code}}}
+		if diff := cmp.Diff(want, outcomeOf(err)); diff != "" || got != "" {
+			t.Fatalf("PathID(%q) = %q (-want +got):\n%s", v, got, diff)
+		}
+		if e := errkind.As(err); e.Message != message {
+			t.Fatalf("PathID(%q): message %q, want %q", v, e.Message, message)
+		}
+	})
 }
