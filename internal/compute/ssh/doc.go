@@ -15,8 +15,9 @@
 // deadline and Config.CommandTimeout (`occ workspace-setup` by
 // setupRunnerTimeout, 60 s, instead), dialing by Config.ConnectTimeout. A
 // command may print at most 64 KiB on each stream; one that passes its
-// deadline or the cap is killed on the host at once with its whole SSH
-// session (host.go: sessionPreamble, abandon).
+// deadline or the cap, or whose connection breaks under it, is killed on
+// the host at once with its whole SSH session (host.go: sessionPreamble,
+// abandon, endSession).
 //
 // # Layout on a host (Root, default /var/lib/occ)
 //

@@ -233,7 +233,14 @@ func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string
 	case errors.As(err, &exit):
 		return nil, &remoteError{Host: h.cfg.Name, Op: op, Status: exit.ExitStatus(), Stderr: stderr.buf.String()}
 	case err != nil:
+		// No exit status: the connection broke (or sshd closed the
+		// channel) with the command perhaps still running, which sshd
+		// does not end for a command without a terminal. It is ended
+		// over a new connection, as abandon ends one given up on.
 		h.drop(c)
+		if id, ok := hdr.session(); ok {
+			h.endSession(nil, id, op)
+		}
 		return nil, fmt.Errorf("ssh: host %s: %s: %w", h.cfg.Name, op, err)
 	}
 	return stdout.buf.Bytes(), nil
@@ -281,10 +288,38 @@ func (h *host) abandon(c *xssh.Client, s *xssh.Session, hdr *sessionHeader, op s
 		h.d.log.Warn("ssh: a remote command occ gave up on could not be ended; it may still run", "host", h.cfg.Name, "op", op, "error", "no session line")
 		return
 	}
-	if err := h.killSession(c, id); err != nil {
+	h.endSession(c, id, op)
+}
+
+// endSession kills the command session id on the host (killSession) over
+// c, or over a new connection when c is nil or can no longer open a
+// session (it broke: c is dropped). Connecting again is bounded by
+// killTimeout and the driver's ConnectTimeout. What it cannot do is
+// logged: the command may then go on running until it ends by itself.
+func (h *host) endSession(c *xssh.Client, id remoteSession, op string) {
+	err := errNoKillSession
+	if c != nil {
+		err = h.killSession(c, id)
+	}
+	if errors.Is(err, errNoKillSession) {
+		if c != nil {
+			h.drop(c)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+		defer cancel()
+		var nc *xssh.Client
+		if nc, err = h.conn(ctx); err == nil {
+			err = h.killSession(nc, id)
+		}
+	}
+	if err != nil {
 		h.d.log.Warn("ssh: a remote command occ gave up on could not be ended; it may still run", "host", h.cfg.Name, "op", op, "error", err)
 	}
 }
+
+// errNoKillSession is killSession's error when its connection cannot open
+// a session at all.
+var errNoKillSession = errors.New("cannot open a session for the kill")
 
 // killSession runs scriptKillSession for id in a new session on c. A
 // connection that cannot even open the session within killTimeout is
@@ -294,7 +329,7 @@ func (h *host) killSession(c *xssh.Client, id remoteSession) error {
 	go func() {
 		s, err := c.NewSession()
 		if err != nil {
-			done <- err
+			done <- fmt.Errorf("%w: %w", errNoKillSession, err)
 			return
 		}
 		defer s.Close()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // TestRunOutputLimit: against the real sshd, without gateways. A remote
@@ -230,6 +231,61 @@ func TestSessionHeader(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(remoteSession{})); diff != "" {
 				t.Errorf("sessionHeader (-want +got):\n%s", diff)
 			}
+		})
+	}
+}
+
+// TestRunBrokenConnection: the connection under a running command breaks
+// (its socket closed here, with no SSH goodbye, as a network failure or a
+// restarted sshd would leave it). sshd does not end a command without a
+// terminal when its connection goes, so run, having told its caller that
+// the command failed, ends it over a new connection: neither the command
+// nor the child it waits on runs afterwards, and the next retry cannot
+// overlap it. The connection is closed only once the command has started
+// its child, so the preamble's line has come.
+func TestRunBrokenConnection(t *testing.T) {
+	d, err := New(Options{Config: testConfig(t), Binary: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	h := d.hosts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, runtime := range []bool{false, true} {
+		t.Run(map[bool]string{false: "as root", true: "as the runtime account"}[runtime], func(t *testing.T) {
+			pids := filepath.Join(pidDir(t), "pids")
+			script := `sleep 600 & echo $$ $! > "$1.tmp" && mv "$1.tmp" "$1"; wait`
+			cmd := shellCmd(script, pids)
+			if runtime {
+				cmd = h.asRuntime(script, pids)
+			}
+			errc := make(chan error, 1)
+			go func() {
+				_, err := h.run(ctx, "sleep", cmd, nil)
+				errc <- err
+			}()
+			testutil.Eventually(t, 30*time.Second, func() bool {
+				_, err := os.Stat(pids)
+				return err == nil
+			}, "the command's pids in %s", pids)
+			h.mu.Lock()
+			c := h.client
+			h.mu.Unlock()
+			if c == nil {
+				t.Fatal("no connection while the command runs")
+			}
+			_ = c.Close()
+			select {
+			case err := <-errc:
+				var re *remoteError
+				if err == nil || errors.As(err, &re) || !strings.HasPrefix(err.Error(), "ssh: host h1: sleep: ") {
+					t.Fatalf("run after the connection broke = %v, want a connection error", err)
+				}
+			case <-ctx.Done():
+				t.Fatal("run did not return after its connection broke")
+			}
+			gwtest.CheckPIDsGone(t, pids)
 		})
 	}
 }
