@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -414,6 +415,32 @@ func quoteYAML(flag, v string) string {
 	return `"` + v + `"`
 }
 
+// TestSectionOfNamesEverySection walks the file schema from fileConfig and
+// checks that sectionOf names every struct type in it with the dotted path
+// of its YAML keys, so that an unknown key in any section, however deep,
+// is reported as the key the user wrote.
+func TestSectionOfNamesEverySection(t *testing.T) {
+	want := map[string]string{}
+	var walk func(reflect.Type, string)
+	walk = func(typ reflect.Type, prefix string) {
+		want[typ.String()] = prefix
+		for f := range typ.Fields() {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if ft.Kind() == reflect.Struct && ft.PkgPath() == typ.PkgPath() && name != "" {
+				walk(ft, prefix+name+".")
+			}
+		}
+	}
+	walk(reflect.TypeFor[fileConfig](), "")
+	if diff := cmp.Diff(want, sectionOf); diff != "" {
+		t.Errorf("sectionOf (-the schema's sections +the map):\n%s", diff)
+	}
+}
+
 func TestLoadFileErrors(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -423,6 +450,8 @@ func TestLoadFileErrors(t *testing.T) {
 		{"unknown top-level key", "listen: 127.0.0.1:8080\ntrustedProxy: 10.0.0.0/8\n", `line 2: unknown key "trustedProxy"`},
 		{"unknown nested key", "log:\n  level: info\n  lvl: debug\n", `line 3: unknown key "log.lvl"`},
 		{"unknown key in other section", "bootstrapAdmin:\n  password: hunter2\n", `line 2: unknown key "bootstrapAdmin.password"`},
+		{"unknown key two levels down", "gateway:\n  pool:\n    idle: 1s\n", `line 3: unknown key "gateway.pool.idle"`},
+		{"section two levels down must be a mapping", "gateway:\n  pool: on\n", "line 2: cannot unmarshal !!str `on` into a mapping"},
 		{"snake case is not accepted", "data_dir: /tmp/x\n", `line 1: unknown key "data_dir"`},
 		{"two unknown keys both named", "a: 1\nb: 2\n", `line 1: unknown key "a"; line 2: unknown key "b"`},
 		{"repeated key", "listen: a:1\nlisten: b:2\n", `line 2: mapping key "listen" already defined at line 1`},

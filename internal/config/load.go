@@ -575,6 +575,7 @@ var sectionOf = map[string]string{
 	"config.fileDrivers":        "drivers.",
 	"config.fileRuntime":        "runtime.",
 	"config.fileGateway":        "gateway.",
+	"config.fileGatewayPool":    "gateway.pool.",
 	"config.fileWorkspaceFiles": "workspaceFiles.",
 	"config.fileWorker":         "worker.",
 	"config.fileMetrics":        "metrics.",
