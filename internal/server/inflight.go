@@ -141,7 +141,7 @@ func (l *inflight) wrap(next http.Handler) http.Handler {
 }
 
 // acquire waits for a turn. It reports false, having answered 503 when the
-// wait ran out, or nothing when the client went away first.
+// wait ran out, or 499 when the client went away first.
 func (l *inflight) acquire(w http.ResponseWriter, r *http.Request) bool {
 	select {
 	case l.slots <- struct{}{}:
@@ -165,6 +165,12 @@ func (l *inflight) acquire(w http.ResponseWriter, r *http.Request) bool {
 		httpx.WriteError(w, r.WithContext(httpx.WithLogger(r.Context(), quiet)), errBusy)
 		return false
 	case <-r.Context().Done():
+		// Answered 499 (the client left; nobody reads it) so that the
+		// request metrics count it as one, not as the 200 an unanswered
+		// request would default to. Silent like the 503 above: a burst
+		// of clients giving up must not become a burst of log lines.
+		httpx.WriteError(w, r.WithContext(httpx.WithLogger(r.Context(), quiet)),
+			errkind.Wrap(errkind.Unavailable, errBusy.Message, r.Context().Err()))
 		return false
 	}
 }

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -17,10 +18,14 @@ import (
 
 const rulesFile = "../../deploy/prometheus/occ-rules.yaml"
 
+// scrapeLabels are the labels Prometheus adds to every scraped series.
+var scrapeLabels = map[string]bool{"job": true, "instance": true}
+
 // exported is every metric family name the registry can export, with the
-// _bucket, _sum and _count series of histograms: every instrument is
-// touched once so that label vectors have a series to gather.
-func exported(t *testing.T) map[string]bool {
+// _bucket, _sum and _count series of histograms, each with the names of
+// its labels (le on _bucket): every instrument is touched once so that
+// label vectors have a series to gather.
+func exported(t *testing.T) map[string]map[string]bool {
 	t.Helper()
 	m := telemetry.NewMetrics()
 	m.RegisterDB(testdb.SQLite(t).DB())
@@ -37,9 +42,9 @@ func exported(t *testing.T) map[string]bool {
 	m.AuditWriteFailed("mutation")
 	m.ReadyNotice("expedited")
 	m.RegisterReadCache(func() (uint64, uint64, bool) { return 1, 1, true })
-	names := map[string]bool{
+	names := map[string]map[string]bool{
 		// queue depth is a custom collector read at scrape time.
-		telemetry.MetricWorkerQueueDepth: true,
+		telemetry.MetricWorkerQueueDepth: {"state": true},
 	}
 	h := chain(m, nil)
 	serveOnce(h)
@@ -49,9 +54,17 @@ func exported(t *testing.T) map[string]bool {
 	}
 	for _, mf := range mfs {
 		n := mf.GetName()
-		names[n] = true
+		labels := map[string]bool{}
+		for _, metric := range mf.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = true
+			}
+		}
+		names[n] = labels
 		if mf.GetType().String() == "HISTOGRAM" {
-			names[n+"_bucket"], names[n+"_sum"], names[n+"_count"] = true, true, true
+			bucket := maps.Clone(labels)
+			bucket["le"] = true
+			names[n+"_bucket"], names[n+"_sum"], names[n+"_count"] = bucket, labels, labels
 		}
 	}
 	return names
@@ -81,12 +94,39 @@ func TestAlertRules(t *testing.T) {
 				continue
 			}
 			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-				vs, ok := n.(*parser.VectorSelector)
-				if !ok {
-					return nil
-				}
-				if vs.Name != "up" && !have[vs.Name] {
-					t.Errorf("alert %s selects %s, which OCC does not export", r.Alert, vs.Name)
+				switch n := n.(type) {
+				case *parser.VectorSelector:
+					if n.Name == "up" {
+						return nil
+					}
+					labels, ok := have[n.Name]
+					if !ok {
+						t.Errorf("alert %s selects %s, which OCC does not export", r.Alert, n.Name)
+						return nil
+					}
+					for _, m := range n.LabelMatchers {
+						if m.Name != model.MetricNameLabel && !labels[m.Name] && !scrapeLabels[m.Name] {
+							t.Errorf("alert %s matches label %s of %s, which has no such label", r.Alert, m.Name, n.Name)
+						}
+					}
+				case *parser.AggregateExpr:
+					// Every label it groups by must be on every series it
+					// aggregates, or the groups silently merge into one.
+					if n.Without {
+						return nil
+					}
+					parser.Inspect(n.Expr, func(inner parser.Node, _ []parser.Node) error {
+						vs, ok := inner.(*parser.VectorSelector)
+						if !ok || have[vs.Name] == nil {
+							return nil
+						}
+						for _, g := range n.Grouping {
+							if !have[vs.Name][g] && !scrapeLabels[g] {
+								t.Errorf("alert %s groups %s by %s, which it does not have", r.Alert, vs.Name, g)
+							}
+						}
+						return nil
+					})
 				}
 				return nil
 			})
