@@ -35,7 +35,7 @@ var exitCodes = []struct {
 	{exitAuth, "not logged in, wrong password, expired or revoked key or session (401), or not allowed (403)"},
 	{exitConflict, "conflict: 409 (name taken, in use, lifecycle) or 412 PRECONDITION_FAILED (the file changed since you read it)"},
 	{exitUnknownOutcome, "a write may or may not have been applied (503 UNKNOWN_OUTCOME, or the reply was lost) and reading back did not settle it"},
-	{exitUnreachable, "the server could not be reached (connection refused, DNS, TLS, timeout)"},
+	{exitUnreachable, "the server could not be reached (connection refused, DNS, TLS, timeout), or a --wait ran out of its --timeout while the work goes on"},
 }
 
 // apiError marks an error of a client call with the exit code of its

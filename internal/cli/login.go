@@ -108,7 +108,7 @@ against the server. URL must be the server's public origin.`,
 	f.StringVar(&email, "email", "", "sign in as this user")
 	f.BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input (up to the first newline)")
 	f.StringVar(&keyFile, "api-key-file", "", "authenticate with the service key in this file")
-	f.StringVar(&name, "name", "", "name of the saved context (default: the URL's host:port)")
+	f.StringVar(&name, "name", "", "name of the saved context (default: the URL's host, with its port if it has one)")
 	f.StringVarP(&namespace, "namespace", "n", "", "default Namespace of the context (name or id; not checked until used)")
 	return cmd
 }
