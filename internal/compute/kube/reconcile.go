@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -150,9 +151,9 @@ func (d *Driver) plan(ctx context.Context, ns compute.Namespace) (nsPlan, error)
 		}
 		var fields []string
 		if ok {
-			if cur.Labels[LabelNamespace] != ns.ID || cur.Labels[LabelManagedBy] != ManagedBy {
+			if !ownedObject(&cur, ns.ID) {
 				return nsPlan{}, compute.Refusal(compute.CodeNamespaceNotOwned, fmt.Sprintf(
-					"RoleBinding %s/%s is not labelled as OCC's for %s; it was left alone, nothing was changed.", name, rb.Name, ns.ID))
+					"RoleBinding %s/%s is not labelled and annotated as OCC's for %s; it was left alone, nothing was changed.", name, rb.Name, ns.ID))
 			}
 			fields = diffMap("metadata.labels", cur.Labels, rb.Labels)
 			if !equality.Semantic.DeepEqual(cur.RoleRef, rb.RoleRef) {
@@ -191,7 +192,7 @@ func (d *Driver) plan(ctx context.Context, ns compute.Namespace) (nsPlan, error)
 		cur, ok := byName[want.Name]
 		var fields []string
 		if ok {
-			if cur.Labels[LabelNamespace] != ns.ID || cur.Labels[LabelManagedBy] != ManagedBy || cur.Annotations[AnnotationNamespaceID] != ns.ID {
+			if !ownedObject(cur, ns.ID) {
 				return nsPlan{}, compute.Refusal(compute.CodeNamespaceNotOwned, fmt.Sprintf(
 					"NetworkPolicy %s/%s is not labelled and annotated as OCC's for %s; it was left alone, nothing was changed.", name, want.Name, ns.ID))
 			}
@@ -251,11 +252,20 @@ func diffMap(prefix string, live, want map[string]string) []string {
 	return out
 }
 
+// ownedObject reports whether o carries OCC's marks for the Namespace id:
+// the managed-by and Namespace labels and the Namespace annotation. The
+// tenant namespace, its RoleBinding and OCC's NetworkPolicies must all
+// have them before OCC changes them; anything else is left alone.
+func ownedObject(o metav1.Object, id string) bool {
+	return o.GetLabels()[LabelManagedBy] == ManagedBy && o.GetLabels()[LabelNamespace] == id &&
+		o.GetAnnotations()[AnnotationNamespaceID] == id
+}
+
 // ownedNamespace refuses a tenant namespace that is not OCC's for id: the
 // managed-by and Namespace labels and the Namespace annotation must all say
 // so (the seed's ownership check).
 func ownedNamespace(ns *corev1.Namespace, id string) error {
-	if ns.Labels[LabelManagedBy] != ManagedBy || ns.Labels[LabelNamespace] != id || ns.Annotations[AnnotationNamespaceID] != id {
+	if !ownedObject(ns, id) {
 		return compute.Refusal(compute.CodeNamespaceNotOwned, fmt.Sprintf(
 			"Kubernetes namespace %s is not OCC's for %s (labels %s, %s and annotation %s must name it); it was left alone, nothing was changed.",
 			ns.Name, id, LabelManagedBy, LabelNamespace, AnnotationNamespaceID))

@@ -165,6 +165,29 @@ func TestReconcileNamespaceEnablesRouting(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a policy without OCC's annotation is refused", func(t *testing.T) {
+		var p networkingv1.NetworkPolicy
+		key := client.ObjectKey{Namespace: tenant, Name: PolicyDefaultDeny}
+		if err := env.Client.Get(ctx, key, &p); err != nil {
+			t.Fatal(err)
+		}
+		orig := p.Annotations[AnnotationNamespaceID]
+		delete(p.Annotations, AnnotationNamespaceID)
+		if err := env.Client.Update(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+		refuse(t, f.ns, compute.CodeNamespaceNotOwned)
+		if err := env.Client.Get(ctx, key, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[AnnotationNamespaceID] = orig
+		if err := env.Client.Update(ctx, &p); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("a foreign namespace is refused", func(t *testing.T) {
 		foreign := compute.Namespace{ID: ids.New(ids.Namespace), Name: "foreign"}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TenantNamespace(foreign.ID), Labels: map[string]string{LabelNamespace: foreign.ID}}}

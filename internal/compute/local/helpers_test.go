@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +57,9 @@ func acquireGateways(t testing.TB, n int) {
 var testRoot string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envStandInGateway) == "1" {
+		os.Exit(standInGateway(os.Args[1:]))
+	}
 	var err error
 	// A guarded directory: if this binary dies without its cleanups (go
 	// test -timeout, a crash), the guard kills every gateway the driver
@@ -469,4 +474,36 @@ func isServing(dataDir string, rev compute.Revision) bool {
 	}
 	_, cfg, ok := runningPID(dataDir, rev.AgentID)
 	return ok && cfg == filepath.Join(dir, "revisions", agentdir.Hash(rev.ID), "openclaw.json")
+}
+
+// envStandInGateway makes the test binary a stand-in gateway
+// (standInGateway) when a stand-in runtime's script sets it.
+const envStandInGateway = "OCC_TEST_LOCAL_STANDIN_GATEWAY"
+
+// standInGateway answers 200 to every request on 127.0.0.1:<--port> until
+// the file close-listener appears in its working directory (the Agent's
+// directory), then closes its listener and keeps running, as a gateway
+// whose HTTP server died while its process lives on would.
+func standInGateway(args []string) int {
+	var port string
+	for i, a := range args {
+		if a == "--port" && i+1 < len(args) {
+			port = args[i+1]
+		}
+	}
+	l, err := net.Listen("tcp4", "127.0.0.1:"+port)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	for {
+		time.Sleep(100 * time.Millisecond)
+		if _, err := os.Stat("close-listener"); err == nil {
+			_ = srv.Close()
+			time.Sleep(time.Hour) // until stopped
+			return 0
+		}
+	}
 }

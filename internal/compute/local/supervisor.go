@@ -399,7 +399,10 @@ func (s *supervisor) watch(p *procHandle) outcome {
 		case <-timer.C:
 		}
 		capLog(s.a.path(fileLog), s.d.o.MaxLogBytes)
-		ok := s.probe(p, !ready)
+		// The owner is checked until the first success and again after
+		// any failure: a gateway that stopped answering may have closed
+		// its listener, and then another process could bind the port.
+		ok := s.probe(p, !ready || failedProbes > 0)
 		switch {
 		case !ready && ok:
 			ready = true
@@ -439,10 +442,11 @@ func (s *supervisor) watch(p *procHandle) outcome {
 	}
 }
 
-// probe asks /readyz. Before the first success it also checks that the
-// listener is the process's own, so that another process on the port
-// cannot pass for our gateway; once ours holds the port nobody else can
-// bind it, and health probes skip that /proc scan.
+// probe asks /readyz. With checkOwner (before the first success, and
+// after a failed probe) it also checks that the listener is the
+// process's own, so that another process on the port cannot pass for our
+// gateway; while ours answers it holds the port and nobody else can bind
+// it, so the health probes of a healthy gateway skip that /proc scan.
 func (s *supervisor) probe(p *procHandle, checkOwner bool) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, probeLimit)
 	defer cancel()

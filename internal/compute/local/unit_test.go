@@ -377,6 +377,48 @@ func TestListenerOwnership(t *testing.T) {
 	}
 }
 
+// TestForeignListenerAfterTheGatewayStopsAnswering: a gateway that was
+// ready closes its listener (the stand-in is this test binary, whose
+// process lives on), its health probes fail and Ready turns off; then
+// another process binds the port and answers /readyz 200. That must not
+// turn Ready on again: after a failed probe the owner of the listener is
+// checked again, as before the first success.
+func TestForeignListenerAfterTheGatewayStopsAnswering(t *testing.T) {
+	self, err := os.Executable()
+	mustDo(t, "find the test binary", err)
+	rt := standIn(t, envStandInGateway+"=1 exec '"+strings.ReplaceAll(self, "'", `'\''`)+`' "$@"`)
+	td := newTestDriver(t, rt, "", func(o *Options) { o.StopGrace = time.Second })
+	ta := newTestAgent()
+	rev := ta.revision(1, "")
+	prepared := func() compute.PrepareResult {
+		res, err := td.PrepareRevision(ctxT(t, 10*time.Second), rev, compute.RevisionContext{})
+		mustDo(t, "PrepareRevision", err)
+		return res
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return prepared().Ready }, "the stand-in gateway to be ready")
+	ep, err := td.Endpoint(ctxT(t, 10*time.Second), rev)
+	mustDo(t, "Endpoint", err)
+	host := strings.TrimSuffix(strings.TrimPrefix(ep.URL, "ws://"), "/")
+
+	mustDo(t, "ask the stand-in to close its listener",
+		os.WriteFile(filepath.Join(agentDirOf(td.dir, ta.agent.ID), "close-listener"), nil, 0o600))
+	// Three failed health probes, 5 s apart, turn Ready off.
+	testutil.Eventually(t, 30*time.Second, func() bool { return !prepared().Ready }, "Ready to turn off")
+	l, err := net.Listen("tcp4", host)
+	mustDo(t, "listen on the agent's port", err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(l)
+	defer srv.Close()
+	// Three more health probes' time: each finds /readyz answering, from
+	// a listener that is not the gateway's.
+	for range 12 {
+		time.Sleep(time.Second)
+		if prepared().Ready {
+			t.Fatal("a foreign listener on the port of a gateway that stopped answering made the revision ready again")
+		}
+	}
+}
+
 // TestForeignListenerIsNotReady: something else answering /readyz 200 on
 // the Agent's port does not make the revision ready.
 func TestForeignListenerIsNotReady(t *testing.T) {
