@@ -779,7 +779,8 @@ func (d *Driver) stopGateway(ctx context.Context, h *host, dir, agentID string) 
 	return err
 }
 
-// renderUnit is the systemd unit of one revision's gateway: the verifier
+// renderUnit is the systemd unit of one revision's gateway (stopped with
+// stopGrace, TimeoutStopSec): the verifier
 // as ExecStartPre, the gateway as the runtime account, restarts on
 // failure except after a refused configuration (78). The revision's
 // configuration path in its environment is how scriptStatus tells which
@@ -802,6 +803,10 @@ func (d *Driver) renderUnit(h *host, dir, rh string, port int) string {
 	}
 	fmt.Fprintf(&b, "ExecStartPre=%s\nExecStart=%s %s gateway run --port %d\n", verify, d.node(), d.openclaw(), port)
 	b.WriteString("Restart=on-failure\nRestartSec=1\nRestartPreventExitStatus=78\nStandardOutput=journal\nStandardError=inherit\n")
+	// systemctl stop sends SIGTERM to the unit's processes and SIGKILL
+	// after this, as occ's own supervisor does after stopGrace; without it
+	// systemd's default (90 s) would apply.
+	fmt.Fprintf(&b, "TimeoutStopSec=%dms\n", d.cfg.StopGrace.Milliseconds())
 	return b.String()
 }
 

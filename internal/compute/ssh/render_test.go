@@ -80,6 +80,7 @@ func TestRenderUnit(t *testing.T) {
 		"Environment=OPENCLAW_CONFIG_PATH=/var/lib/occ/namespaces/ns/agents/abc/revisions/0123456789ab/openclaw.json\n",
 		"Restart=on-failure\n", "RestartPreventExitStatus=78\n", "UMask=0077\n", "NoNewPrivileges=yes\n",
 		"StandardOutput=journal\n",
+		"TimeoutStopSec=10000ms\n", // stopGrace's default, 10 s
 	} {
 		if !strings.Contains(u, want) {
 			t.Errorf("unit lacks %q:\n%s", want, u)
