@@ -208,11 +208,11 @@ func (w *Store) RenewWork(ctx context.Context, id, token string, until time.Time
 	return w.inner.RenewWork(ctx, id, token, until)
 }
 
-func (w *Store) RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt store.WorkAttempt) error {
+func (w *Store) RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt store.WorkAttempt, counted bool) error {
 	if err := w.gateSystemOnly(ctx, "RetryWork"); err != nil {
 		return err
 	}
-	return w.inner.RetryWork(ctx, id, token, availableAt, attempt)
+	return w.inner.RetryWork(ctx, id, token, availableAt, attempt, counted)
 }
 
 func (w *Store) FinishWork(ctx context.Context, id, token string, state store.WorkState, reasonCode, message string, now time.Time) error {

@@ -190,10 +190,12 @@ type Store interface {
 	// RenewWork extends a live claim; Conflict when the claim was lost.
 	RenewWork(ctx context.Context, id, token string, until time.Time) error
 	// RetryWork releases a claim and requeues the item for availableAt,
-	// recording the attempt. FinishWork ends it (succeeded,
-	// failed_permanent or cancelled) with a reason code. Both answer
-	// Conflict when the token no longer holds the claim.
-	RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt WorkAttempt) error
+	// recording the attempt; with counted false the claim is taken back
+	// out of Attempts (a recheck of something not ready yet, or an item
+	// handed back unfinished, is not an attempt that failed). FinishWork
+	// ends it (succeeded, failed_permanent or cancelled) with a reason
+	// code. Both answer Conflict when the token no longer holds the claim.
+	RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt WorkAttempt, counted bool) error
 	FinishWork(ctx context.Context, id, token string, state WorkState, reasonCode, message string, now time.Time) error
 	// CancelAgentWork cancels the Agent's queued (unclaimed) items of the
 	// given kinds, for example pending deployments when the Agent is

@@ -561,8 +561,12 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 			}
 			w.o.Observer.WorkRetried(item.Kind, reason)
 		}
+		// A pending outcome (not ready yet, or handed back at a stop) is
+		// not counted: only failed attempts move the backoff and the
+		// give-up limit. A worker that dies holding the item records
+		// nothing, so its claim does count.
 		err = w.store.RetryWork(ctx, item.ID, item.ClaimToken, now.Add(delay),
-			store.WorkAttempt{Code: out.code, Message: out.message, At: now})
+			store.WorkAttempt{Code: out.code, Message: out.message, At: now}, !out.pending)
 		// A readiness notice that came while the item was claimed found
 		// nothing queued to expedite. Looking only after the retry is
 		// stored leaves no gap: a notice after this look finds the item

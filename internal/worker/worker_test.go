@@ -158,6 +158,25 @@ func TestDeploymentOutcomes(t *testing.T) {
 			active: true,
 		},
 		{
+			// The rechecks do not count as attempts at all: an error after
+			// them is the first, backs off 1 s and is retried, whatever
+			// the limit.
+			name:        "an error after pending readiness is the first attempt's",
+			maxAttempts: 2,
+			script: func(d *fake.Driver) {
+				d.PendingNext(3, "GATEWAY_STARTING")
+				d.FailNext(fake.ActivateRevision, 1, errBackend)
+			},
+			want: []pass{
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				requeued("GATEWAY_STARTING", 500*time.Millisecond),
+				requeued("ACTIVATION_FAILED", time.Second),
+				{State: store.WorkSucceeded},
+			},
+			active: true,
+		},
+		{
 			name:   "the pending recheck grows with the work's age, to a cap of 5 s",
 			age:    2 * time.Minute,
 			script: func(d *fake.Driver) { d.PendingNext(3, "GATEWAY_STARTING") },
@@ -782,8 +801,10 @@ func TestReadinessNoticeRechecksAtOnce(t *testing.T) {
 					}
 				}
 				awaitState(t, ctx, f, rev, store.WorkSucceeded, "the readiness notice did not make the worker recheck before its 1 h backoff")
-				if got := work(t, ctx, f, rev).Attempts; got != 2 {
-					t.Errorf("attempts = %d, want 2 (pending, then ready)", got)
+				// Two passes, pending then ready; the pending one is not
+				// counted as an attempt.
+				if got := work(t, ctx, f, rev).Attempts; got != 1 {
+					t.Errorf("attempts = %d, want 1 (pending, not counted, then ready)", got)
 				}
 				// The metric: one expedite that made the deployment due, and
 				// during the step first one that found nothing waiting.

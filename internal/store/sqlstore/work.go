@@ -196,18 +196,24 @@ func (s *Store) RenewWork(ctx context.Context, id, token string, until time.Time
 }
 
 // RetryWork releases the claim and requeues the item for availableAt,
-// recording the attempt as the item's last attempt and last error.
-func (s *Store) RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt store.WorkAttempt) error {
+// recording the attempt as the item's last attempt and last error. An
+// attempt that is not counted takes the claim's increment of
+// attempt_count back.
+func (s *Store) RetryWork(ctx context.Context, id, token string, availableAt time.Time, attempt store.WorkAttempt, counted bool) error {
 	a, err := attemptArg(&attempt)
 	if err != nil {
 		return err
 	}
+	uncount := 1
+	if counted {
+		uncount = 0
+	}
 	return s.onClaim(ctx, "retry work", id, token,
 		`UPDATE controller_work
 		 SET state = 'queued', claim_token = NULL, lease_expires_at = NULL, available_at = ?,
-		     progress = ?, last_error = ?, updated_at = ?
+		     progress = ?, last_error = ?, updated_at = ?, attempt_count = attempt_count - ?
 		 WHERE id = ? AND claim_token = ? AND state = 'running'`,
-		s.t(availableAt), a, nullString(attempt.Message), s.t(attempt.At), id, token)
+		s.t(availableAt), a, nullString(attempt.Message), s.t(attempt.At), uncount, id, token)
 }
 
 // FinishWork ends a claimed item in a final state with a reason code and a

@@ -256,7 +256,7 @@ var workCases = []testCase{
 
 		// The first worker's token no longer works.
 		wantErr(t, "RenewWork with a lost claim", h.Store.RenewWork(ctx(t), w.ID, "tok-1", takeover), errkind.Conflict, "")
-		wantErr(t, "RetryWork with a lost claim", h.Store.RetryWork(ctx(t), w.ID, "tok-1", takeover, store.WorkAttempt{}), errkind.Conflict, "")
+		wantErr(t, "RetryWork with a lost claim", h.Store.RetryWork(ctx(t), w.ID, "tok-1", takeover, store.WorkAttempt{}, true), errkind.Conflict, "")
 		wantErr(t, "FinishWork with a lost claim",
 			h.Store.FinishWork(ctx(t), w.ID, "tok-1", store.WorkSucceeded, "", "", takeover), errkind.Conflict, "")
 		wantErr(t, "RenewWork unknown id", h.Store.RenewWork(ctx(t), ids.New(ids.WorkItem), "tok-2", takeover), errkind.NotFound, "")
@@ -289,7 +289,7 @@ var workCases = []testCase{
 		}
 		attempt := store.WorkAttempt{Code: "AGENT_GATEWAY_UNAVAILABLE", Message: "gateway not ready", At: now.Add(10 * time.Second)}
 		retryAt := now.Add(time.Minute)
-		must(t, "RetryWork", h.Store.RetryWork(ctx(t), w.ID, "tok-1", retryAt, attempt))
+		must(t, "RetryWork", h.Store.RetryWork(ctx(t), w.ID, "tok-1", retryAt, attempt, true))
 		got, err := h.Store.GetWork(ctx(t), w.ID)
 		must(t, "GetWork", err)
 		want := w
@@ -306,6 +306,20 @@ var workCases = []testCase{
 			t.Fatalf("ClaimWork did not find the retried item")
 		}
 		check(t, "second claim", claimed(want, "tok-2", retryAt, 2), got)
+
+		// Not counted: the second claim's increment is taken back, and
+		// the third claim counts 2 again.
+		later := retryAt.Add(time.Minute)
+		must(t, "RetryWork not counted", h.Store.RetryWork(ctx(t), w.ID, "tok-2", later, attempt, false))
+		got, err = h.Store.GetWork(ctx(t), w.ID)
+		must(t, "GetWork", err)
+		if got.Attempts != 1 {
+			t.Errorf("Attempts after a retry not counted = %d, want 1", got.Attempts)
+		}
+		got, ok = claimAt(t, h, "tok-3", later)
+		if !ok || got.Attempts != 2 {
+			t.Fatalf("ClaimWork after a retry not counted = %d attempts, %v; want 2, true", got.Attempts, ok)
+		}
 	}},
 	{"Work/CancelAgentWork", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
@@ -362,7 +376,7 @@ var workCases = []testCase{
 				t.Fatalf("ClaimWork = %s, %v; want %s", got.ID, ok, w.ID)
 			}
 			must(t, "RetryWork", h.Store.RetryWork(ctx(t), w.ID, "tok-"+w.ID, later,
-				store.WorkAttempt{Code: "AGENT_GATEWAY_UNAVAILABLE", Message: "not ready", At: now}))
+				store.WorkAttempt{Code: "AGENT_GATEWAY_UNAVAILABLE", Message: "not ready", At: now}, false))
 		}
 		if got, ok := claimAt(t, h, "tok-x", now.Add(time.Second)); ok {
 			t.Fatalf("claimed %s before anything was expedited", got.ID)
