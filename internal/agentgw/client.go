@@ -458,10 +458,17 @@ func (c *Client) dial(ctx context.Context, p *prepared) (*session, error) {
 }
 
 // close ends the connection within closeTimeout: a normal close handshake
-// if the peer answers in time, else the socket is closed under it.
+// if the peer answers in time, else the socket is closed under it. The
+// deadline is not enough on its own: a tunnel's stream (an SSH channel)
+// supports none, and the close would then wait on the websocket
+// library's own 5 s timeouts while the stream holds one of its host's
+// session slots. So a timer closes the raw connections at closeTimeout
+// whatever they are.
 func (s *session) close() {
 	s.raw.each(func(c net.Conn) { _ = c.SetDeadline(time.Now().Add(closeTimeout)) })
+	t := time.AfterFunc(closeTimeout, func() { s.raw.each(func(c net.Conn) { _ = c.Close() }) })
 	_ = s.conn.Close(websocket.StatusNormalClosure, "")
+	t.Stop()
 	s.raw.each(func(c net.Conn) { _ = c.Close() })
 	s.tr.CloseIdleConnections()
 }

@@ -6,7 +6,9 @@ package agentgw_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -424,6 +426,69 @@ func TestBoundedCleanup(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 2500*time.Millisecond {
 		t.Errorf("Get took %s with a peer that ignores the close frame; cleanup must be bounded at about 1 s", elapsed)
 	}
+}
+
+// TestBoundedCleanupWithoutDeadlines is TestBoundedCleanup through a
+// tunnel whose streams refuse deadlines, as an SSH channel does: the
+// stream must still be closed 1 s into the close (its host's session slot
+// freed then), not after the websocket library's own 5 s timeouts.
+func TestBoundedCleanupWithoutDeadlines(t *testing.T) {
+	g := gwtest.NewFakeGateway(t, gwtest.FakeOptions{Files: map[string]string{workspace.SoulMD: "x"}})
+	g.SetFault(methodGet, gwtest.FaultIgnoreClose)
+	tun := &noDeadlineTunnel{addr: strings.TrimSuffix(strings.TrimPrefix(g.URL, "ws://"), "/"), token: g.Token, closed: make(chan time.Time, 1)}
+	start := time.Now()
+	target := agentgw.Target{Transport: agentgw.Direct, URL: g.URL, Tunnel: tun}
+	if _, err := agentgw.New(agentgw.Options{}).Get(testCtx(t), target, workspace.SoulMD); err != nil {
+		t.Fatal(err)
+	}
+	answered := time.Since(start)
+	select {
+	case at := <-tun.closed:
+		// The close begins once the answer is in; the stream is closed
+		// when the 1 s bound runs out, which the loaded machine may delay
+		// a little, but never to the library's 5 s.
+		if took := at.Sub(start) - answered; took > 3*time.Second {
+			t.Errorf("the stream was closed %s after the answer; the close must be bounded at about 1 s", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tunnel's stream was not closed within 10 s of the answer")
+	}
+}
+
+// noDeadlineTunnel dials the fake gateway and hands out streams that
+// refuse deadlines, and records when the first one is closed.
+type noDeadlineTunnel struct {
+	addr, token string
+	closed      chan time.Time
+}
+
+func (n *noDeadlineTunnel) DialGateway(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", n.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &noDeadlineConn{Conn: c, closed: n.closed}, nil
+}
+
+func (n *noDeadlineTunnel) ReadToken(context.Context) ([]byte, error) { return []byte(n.token), nil }
+
+type noDeadlineConn struct {
+	net.Conn
+	closed chan time.Time
+	once   sync.Once
+}
+
+func (c *noDeadlineConn) SetDeadline(time.Time) error { return errors.New("deadline not supported") }
+func (c *noDeadlineConn) SetReadDeadline(time.Time) error {
+	return errors.New("deadline not supported")
+}
+func (c *noDeadlineConn) SetWriteDeadline(time.Time) error {
+	return errors.New("deadline not supported")
+}
+func (c *noDeadlineConn) Close() error {
+	c.once.Do(func() { c.closed <- time.Now() })
+	return c.Conn.Close()
 }
 
 // TestNoSecretsInLogs runs successful and failing operations with debug
