@@ -248,6 +248,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.open("/console/iam")
 	b.waitJS(10*time.Second, `document.querySelector("#key-once").hidden && document.querySelector("#key-value").value === ""`, "the key gone after a reload")
 
+	// A form the page's script has no handler for (as every form is
+	// before the page's first reads have loaded) does not go out as a
+	// native POST: the page stays where it is.
+	b.js(`const f = document.createElement("form"); f.method = "post"; f.id = "stray"; document.querySelector("main").append(f); f.requestSubmit()`)
+	time.Sleep(500 * time.Millisecond) // a navigation, if one started, replaces the document by then
+	if !eval[bool](b, `location.pathname === "/console/iam" && document.querySelector("#stray") !== null`) {
+		t.Error("a form submitted before its handler was attached left the page")
+	}
+
 	// A viewer sees read-only pages.
 	var u struct{ ID string }
 	s.api("POST", "/iam/users", map[string]string{"email": "viewer@example.com", "password": adminPassword}, admin, nil, &u)
@@ -269,6 +278,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.open("/console/iam")
 	b.waitJS(10*time.Second, `/Read-only/.test(document.querySelector("#alert").textContent)`, "IAM read-only for a viewer")
+	b.waitJS(10*time.Second, `document.querySelectorAll("#sps button").length > 0`, "the service principals a viewer may read, with their Delete buttons")
+	if !eval[bool](b, `Array.from(document.querySelectorAll("main button")).filter(x => x.textContent === "Delete").every(x => x.disabled)`) {
+		t.Error("a viewer's Delete buttons on the identity and access page are enabled")
+	}
 	b.signOut()
 
 	// Delete with confirmation.

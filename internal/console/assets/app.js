@@ -12,6 +12,15 @@ const AGENT = body.dataset.agent;
 const FILE = body.dataset.file;
 const CAN = new Set((body.dataset.can || '').split(' ').filter(Boolean));
 
+// Every form but a dialog's is the script's to send. One submitted before
+// its page has attached its handler (Enter while the page's first reads
+// are still loading, or after one failed) must not go out as a native POST
+// to the page's own address, which answers a JSON error. A dialog's form
+// (method="dialog") only closes its dialog, and must.
+document.addEventListener('submit', (ev) => {
+  if (ev.target.method !== 'dialog') { ev.preventDefault(); }
+}, true);
+
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 const enc = (s) => encodeURIComponent(s);
@@ -553,12 +562,16 @@ pages.iam = async () => {
     alertMsg('Read-only: identity and access administration needs installation administer.');
   }
   const opt = (v) => (v ? v : undefined);
-  const del = (label, path, reload) => button('Delete', 'Delete ' + label, async () => {
-    if (!(await confirmDialog('Delete ' + label + '?'))) { return; }
-    const r = await api('DELETE', path);
-    if (r.status === 200) { status('Deleted ' + label + '.'); } else { alertMsg(errText(r)); }
-    reload();
-  }, 'danger');
+  const del = (label, path, reload) => {
+    const b = button('Delete', 'Delete ' + label, async () => {
+      if (!(await confirmDialog('Delete ' + label + '?'))) { return; }
+      const r = await api('DELETE', path);
+      if (r.status === 200) { status('Deleted ' + label + '.'); } else { alertMsg(errText(r)); }
+      reload();
+    }, 'danger');
+    if (!CAN.has('administer')) { b.disabled = true; b.title = 'You may not do this.'; }
+    return b;
+  };
   const scope = (x) => [x.namespaceId ? 'namespace ' + x.namespaceId : 'installation', x.resourceKind ? x.resourceKind + ' ' + (x.resourceId || '') : ''].filter(Boolean).join(', ');
   const sps = async () => {
     const r = await apiAll('/iam/service-principals');
