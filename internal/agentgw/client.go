@@ -3,9 +3,7 @@ package agentgw
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -699,8 +697,7 @@ func parseSet(p filePayload, o operation) (File, error) {
 	if p.Missing || p.File.Missing {
 		return File{}, errors.New("set answer reports the file missing")
 	}
-	sum := sha256.Sum256([]byte(o.content))
-	hash := hex.EncodeToString(sum[:])
+	hash := digest.Of(o.content)
 	if p.File.Content != nil && *p.File.Content != o.content {
 		return File{}, errors.New("set answer echoes other content")
 	}

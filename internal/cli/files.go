@@ -3,8 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/client"
+	"github.com/openclaw/occ/internal/digest"
 )
 
 // fileView is what --output json|yaml shows of a read file: the API's
@@ -214,7 +213,7 @@ func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch
 	if ce == nil {
 		why = "the reply to the write was lost (" + transportReason(err) + ")"
 	}
-	mine := sha256Hex(content)
+	mine := digest.Of(content)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 	defer cancel()
 	cur, rerr := cn.c.GetFile(rctx, ns, agentID, name)
@@ -235,11 +234,6 @@ func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch
 func notSent(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial"
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 func newFilesEditCmd(d deps, f *clientFlags) *cobra.Command {

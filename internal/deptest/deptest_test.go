@@ -172,3 +172,50 @@ func TestViolationsDetects(t *testing.T) {
 		t.Errorf("violations:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestPackageMapListsEveryPackage: the package map of docs/architecture.md
+// has one row for every package of the module (a package under another
+// listed one, such as a driver's subpackage, may be described in its
+// parent's row only if the parent's row names it), and no row for a
+// package that does not exist.
+func TestPackageMapListsEveryPackage(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), "| Package | Owns |")
+	if !ok {
+		t.Fatal(`docs/architecture.md: no table headed "| Package | Owns |"`)
+	}
+	rows := map[string]string{} // package -> its row's text
+	for _, line := range strings.Split(table, "\n")[2:] {
+		m := rowRE.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			break
+		}
+		rows[importPath(m[1])] = m[2]
+	}
+	pkgs := listPackages(t)
+	have := map[string]bool{}
+	for _, p := range pkgs {
+		have[p.ImportPath] = true
+	}
+	for path := range rows {
+		if !have[path] {
+			t.Errorf("docs/architecture.md: the package map lists %s, which does not exist", path)
+		}
+	}
+	for _, p := range pkgs {
+		if _, ok := rows[p.ImportPath]; ok {
+			continue
+		}
+		// A package described in its parent's row, by its path relative
+		// to the module.
+		rel := strings.TrimPrefix(p.ImportPath, module+"/")
+		parent := p.ImportPath[:max(0, strings.LastIndex(p.ImportPath, "/"))]
+		if row, ok := rows[parent]; ok && strings.Contains(row, "`"+rel+"`") {
+			continue
+		}
+		t.Errorf("docs/architecture.md: the package map has no row for %s", p.ImportPath)
+	}
+}

@@ -2,8 +2,9 @@
 // its configuration section (how it is decoded and validated), its
 // constructor and its documentation page. Configuration (through
 // ConfigTable), the server (through Open) and the docs (a test checks
-// docs/configuration.md against Entries) all read this one table; nothing
-// else names a driver.
+// docs/configuration.md against Entries) all read this one table; only
+// one driver's own tools (the routing commands, the SSH token reader)
+// name a driver besides.
 //
 // Adding a driver means a new package under internal/compute, one entry
 // in entries below and its docs page. Lifecycle hooks only some drivers
