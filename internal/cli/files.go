@@ -203,15 +203,23 @@ func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch
 		}
 		return "", conflictError("%s changed since you read it: its hash is now %s, not %s; nothing was written [%s, request %s]",
 			name, cur, ifMatch, ce.Code, ce.RequestID)
-	case errors.As(err, &ce) && ce.Code != "UNKNOWN_OUTCOME":
+	case errors.As(err, &ce) && ce.Code != "UNKNOWN_OUTCOME" && !proxyFailure(ce):
 		return "", apiError(err)
-	case ce == nil && (notSent(err) || ctx.Err() != nil):
+	case ce == nil && notSent(err):
 		return "", apiError(err)
 	}
-	// The write may or may not have landed.
-	why := "the server could not confirm the write (UNKNOWN_OUTCOME)"
-	if ce == nil {
+	// The write may or may not have landed: OCC said so, a proxy in front
+	// of it failed (it may have passed the request on), or the reply was
+	// lost, which includes an interrupt (Ctrl-C) after the request went
+	// out. The read-back below runs on a context of its own.
+	var why string
+	switch {
+	case ce == nil:
 		why = "the reply to the write was lost (" + transportReason(err) + ")"
+	case ce.Code == "UNKNOWN_OUTCOME":
+		why = "the server could not confirm the write (UNKNOWN_OUTCOME)"
+	default:
+		why = fmt.Sprintf("a proxy in front of the server answered %d, and may have passed the write on", ce.Status)
 	}
 	mine := digest.Of(content)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
@@ -227,6 +235,15 @@ func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch
 	}
 	return "", unknownOutcomeError("%s; read back: %s has hash %s, not yours (%s), so the write was not applied or "+
 		"someone wrote since. Nothing was retried; to write again, use --if-match %s", why, name, cur.Hash, mine, cur.Hash)
+}
+
+// proxyFailure reports whether a 5xx answer came without OCC's envelope
+// (client.Error's HTTP_<status> code): from a proxy or load balancer in
+// front of OCC (a 502 after the upstream reset, a 504 after its read
+// timeout), which may have forwarded the write before it failed. OCC's
+// own 5xx answers carry their code and say what happened.
+func proxyFailure(ce *client.Error) bool {
+	return ce.Status >= 500 && ce.Code == "HTTP_"+strconv.Itoa(ce.Status)
 }
 
 // notSent reports whether a transport error happened before the request
