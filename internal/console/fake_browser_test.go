@@ -149,7 +149,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("conflict view: theirs %q, yours %q", th, yo)
 	}
 	b.page("file-conflict")
-	b.click("#take-yours")
+	// Clicked twice at once: one save (the frame count below).
+	b.js(`document.querySelector("#take-yours").click(); document.querySelector("#take-yours").click()`)
 	b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "Saved."`, "saving mine against the new hash")
 	if got, _ := gw.File("SOUL.md"); got != "mine\n" {
 		t.Errorf("gateway SOUL.md = %q after keeping mine", got)

@@ -432,6 +432,9 @@ pages.file = async () => {
     const p = counter($('#file-count'), lf(ed.value));
     save.disabled = !(st.loaded && !st.pending && !st.unknown && st.running && canOperate && dirty() && !p);
     $('#discard').disabled = !dirty() || st.pending;
+    // Keeping yours is a save: not while one is in flight or after an
+    // unknown outcome, which only a reload settles.
+    $('#take-yours').disabled = st.pending || st.unknown !== null;
     $('#file-hash').textContent = st.hash ? 'Loaded version sha256:' + st.hash : (st.loaded ? 'The file does not exist yet.' : '');
     let why = '';
     if (!canOperate) { why = 'Read-only: you do not have operate on this Agent.'; } else if (!st.running) { why = 'Read-only: the Agent is not running.'; } else if (st.unknown) { why = 'Saving is blocked until you reload: the last save has an unknown outcome.'; }
@@ -493,6 +496,15 @@ pages.file = async () => {
       status('Saved.');
     } else if (r.status === 412) {
       const cur = await api('GET', path);
+      if (cur.status !== 200 && cur.status !== 404) {
+        // Their version could not be read: keep the hash we had, so that
+        // a save stays a compare-and-swap (and is refused again) rather
+        // than a write over a change nobody has seen.
+        $('#conflict').hidden = true;
+        alertMsg('Not saved: someone changed the file since you loaded it, and reading their version failed (' + errText(cur) + '). Reload to compare.');
+        refresh();
+        return;
+      }
       const theirs = cur.status === 200 ? cur.data.content : '';
       st.base = theirs;
       st.hash = cur.status === 200 ? cur.etag : null;
@@ -506,6 +518,7 @@ pages.file = async () => {
       // UNKNOWN_OUTCOME, a lost connection or anything unexpected: the write
       // may have been applied. Never retried; reload to find out.
       st.unknown = content;
+      $('#conflict').hidden = true;
       alertMsg('The outcome of the save is unknown: it may or may not have been applied. Reload to see which.');
     }
     refresh();
@@ -518,6 +531,7 @@ pages.file = async () => {
     refresh();
   });
   $('#take-yours').addEventListener('click', () => {
+    if (st.pending || st.unknown !== null) { return; }
     ed.value = $('#yours').value;
     refresh();
     doSave();
