@@ -230,6 +230,16 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 	return d.settle(ctx, res, err)
 }
 
+// apiUnavailableMessage is the public message of a transient API server
+// failure: its Kubernetes status reason (a fixed word such as Timeout or
+// ServiceUnavailable) when the server answered, else that it did not.
+func apiUnavailableMessage(err error) string {
+	if reason := apierrors.ReasonForError(err); reason != metav1.StatusReasonUnknown {
+		return "The Kubernetes API server refused the request for now (" + string(reason) + "); it is retried."
+	}
+	return "The Kubernetes API server could not be reached; it is retried."
+}
+
 // settle turns an API server that cannot answer into a pending result.
 func (d *Driver) settle(ctx context.Context, res compute.PrepareResult, err error) (compute.PrepareResult, error) {
 	if err == nil {
@@ -239,7 +249,11 @@ func (d *Driver) settle(ctx context.Context, res compute.PrepareResult, err erro
 		return compute.PrepareResult{}, err
 	}
 	if _, permanent := compute.AsPermanent(err); !permanent && transient(err) {
-		return compute.PrepareResult{Ready: false, PendingReason: PendingKubernetesAPIUnavailable, Message: err.Error()}, nil
+		// The message is public (the deployment's last attempt): it
+		// names the class of failure only, never the error's text, which
+		// holds the API server's address and may hold its reply.
+		d.o.Logger.WarnContext(ctx, "kube: the API server did not answer; the deployment stays pending", "error", err)
+		return compute.PrepareResult{Ready: false, PendingReason: PendingKubernetesAPIUnavailable, Message: apiUnavailableMessage(err)}, nil
 	}
 	return compute.PrepareResult{}, err
 }
