@@ -71,12 +71,18 @@ func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = 
 // optionally with a path prefix). The URL must be http or https and carry
 // no query, fragment or credentials.
 func New(baseURL string, opts ...Option) (*Client, error) {
+	// The URL is never quoted as given: it may carry credentials, which
+	// it must not, and an error is where they would leak.
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("client: server URL %q: %w", baseURL, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, which url.Error repeats
+		}
+		return nil, fmt.Errorf("client: the server URL does not parse: %w", err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: server URL %q must be http:// or https:// with a host", baseURL)
+		return nil, errors.New("client: the server URL must be http:// or https:// with a host")
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("client: server URL %q must not carry credentials, a query or a fragment", u.Redacted())

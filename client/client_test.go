@@ -102,6 +102,13 @@ func TestNewRefusesBadURLs(t *testing.T) {
 			t.Errorf("New(%q) succeeded; want an error", u)
 		}
 	}
+	// No error quotes a password given in the URL.
+	for _, u := range []string{"http://u:s3cret@h", "ftp://u:s3cret@h", "https://u:s3cret@h:bad", "http://u:s3cret@%zz", "u:s3cret@h"} {
+		_, err := client.New(u)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q) = %v; want an error without the password", u, err)
+		}
+	}
 	for _, u := range []string{"http://127.0.0.1:8080", "https://occ.example.com/", "https://occ.example.com/prefix"} {
 		if _, err := client.New(u); err != nil {
 			t.Errorf("New(%q): %v", u, err)

@@ -432,10 +432,24 @@ func redactPostgresURL(raw string) (string, []string, error) {
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		secrets = append(secrets, pw, url.PathEscape(pw), url.QueryEscape(pw), url.UserPassword("", pw).String()[1:])
 	}
+	// Every query value whose key names a password (password, and
+	// sslpassword, the client key's passphrase) is masked; pgx takes
+	// both from the query.
 	q := u.Query()
-	if pw := q.Get("password"); pw != "" {
-		secrets = append(secrets, pw, url.QueryEscape(pw))
-		q.Set("password", "xxxxx")
+	masked := false
+	for k, vs := range q {
+		if !strings.Contains(strings.ToLower(k), "password") {
+			continue
+		}
+		for _, v := range vs {
+			if v != "" {
+				secrets = append(secrets, v, url.QueryEscape(v))
+			}
+		}
+		q[k] = []string{"xxxxx"}
+		masked = true
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted(), secrets, nil

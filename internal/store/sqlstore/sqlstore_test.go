@@ -155,6 +155,9 @@ func TestOpenPostgresUnreachableHidesPassword(t *testing.T) {
 		"postgres://occ:hunter2@127.0.0.1:1/occ?sslmode=disable&connect_timeout=2",
 		"postgresql://occ@127.0.0.1:1/occ?sslmode=disable&password=hunter2&connect_timeout=2",
 		"postgres://occ:hun%40ter2@127.0.0.1:1/occ?sslmode=disable&connect_timeout=2",
+		// The client key's passphrase is a secret too.
+		"postgres://occ@127.0.0.1:1/occ?sslmode=disable&sslpassword=hunter2&connect_timeout=2",
+		"postgres://occ@127.0.0.1:1/occ?sslmode=disable&SSLPassword=hun%40ter2&connect_timeout=2",
 	} {
 		s, err := sqlstore.Open(ctx, url, "")
 		if err == nil {
