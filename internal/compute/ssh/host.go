@@ -190,7 +190,7 @@ func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.NewSession()
+	s, err := h.newSession(c)
 	if err != nil {
 		h.drop(c)
 		return nil, fmt.Errorf("ssh: host %s: %s: open session: %w", h.cfg.Name, op, err)
@@ -208,7 +208,7 @@ func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string
 	if stdin != nil {
 		s.Stdin = stdin
 	}
-	if err := s.Start(sessionPreamble + cmd); err != nil {
+	if err := h.answered(c, func() error { return s.Start(sessionPreamble + cmd) }); err != nil {
 		return nil, fmt.Errorf("ssh: host %s: %s: start: %w", h.cfg.Name, op, err)
 	}
 	done := make(chan error, 1)
@@ -244,6 +244,42 @@ func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string
 		return nil, fmt.Errorf("ssh: host %s: %s: %w", h.cfg.Name, op, err)
 	}
 	return stdout.buf.Bytes(), nil
+}
+
+// answered runs one of a session's opening round trips (opening the
+// channel, the exec request), which x/crypto/ssh waits for without a
+// context or deadline: a host that stops answering on an open connection
+// would hold the call, and the host slot its caller holds, until TCP gives
+// up (about 15 minutes) or for ever. Past ConnectTimeout the connection is
+// dropped, which ends the wait with an error; the caller's context is not
+// watched here, since dropping a working connection on a cancellation
+// would fail the other sessions on it.
+func (h *host) answered(c *xssh.Client, step func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- step() }()
+	t := time.NewTimer(h.d.cfg.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		h.drop(c)
+		<-done // the closed connection ends the step
+		return fmt.Errorf("the host did not answer within %s", h.d.cfg.ConnectTimeout)
+	}
+}
+
+// newSession opens a session on c, bounded as answered says.
+func (h *host) newSession(c *xssh.Client) (*xssh.Session, error) {
+	var s *xssh.Session
+	err := h.answered(c, func() (err error) {
+		s, err = c.NewSession()
+		return err
+	})
+	if err != nil && s != nil {
+		_ = s.Close()
+	}
+	return s, err
 }
 
 // sessionPreamble comes before every command runFor starts. The login

@@ -3,15 +3,20 @@ package ssh
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	xssh "golang.org/x/crypto/ssh"
 
 	"github.com/openclaw/occ/internal/agentgw/gwtest"
 	"github.com/openclaw/occ/internal/compute"
@@ -288,4 +293,96 @@ func TestRunBrokenConnection(t *testing.T) {
 			gwtest.CheckPIDsGone(t, pids)
 		})
 	}
+}
+
+// TestHostThatStopsAnswering: a host whose sshd completes the handshake
+// and then answers nothing (no channel is ever accepted or refused), as a
+// host that hangs or a network that drops packets on an open connection
+// leaves it. x/crypto/ssh waits for a channel without a deadline, so a
+// remote command and a token read must give up after connectTimeout (1 s
+// here), dropping the connection, instead of holding the host's slot for
+// as long as TCP takes. The stalling server is a fake, in this process:
+// a real sshd cannot be made to do this on purpose (the other tests run
+// against the real one).
+func TestHostThatStopsAnswering(t *testing.T) {
+	addr, knownHosts := stallingSSHServer(t)
+	cfg := testConfig(t)
+	cfg.Hosts = []Host{{Name: "h1", Address: addr, Capacity: 10}}
+	cfg.KnownHostsFile = knownHosts
+	cfg.ConnectTimeout = time.Second
+	d, err := New(Options{Config: cfg, Binary: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	h := d.hosts[0]
+	for name, call := range map[string]func(context.Context) error{
+		"a remote command": func(ctx context.Context) error { _, err := h.run(ctx, "true", "true", nil); return err },
+		"a token read":     func(ctx context.Context) error { _, err := h.readToken(ctx, "0123456789ab"); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- call(ctx) }()
+			select {
+			case err := <-errc:
+				if err == nil || !strings.Contains(err.Error(), "the host did not answer within 1s") {
+					t.Fatalf("= %v; want the host's silence named", err)
+				}
+			case <-ctx.Done():
+				t.Fatal("still waiting on the silent host after a minute")
+			}
+		})
+	}
+}
+
+// stallingSSHServer serves SSH on a loopback port: it accepts any client
+// key, completes the handshake, and never answers a channel. It returns
+// the address and a known_hosts file that pins its key.
+func stallingSSHServer(t *testing.T) (addr, knownHosts string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := xssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := &xssh.ServerConfig{PublicKeyCallback: func(xssh.ConnMetadata, xssh.PublicKey) (*xssh.Permissions, error) { return nil, nil }}
+	sc.AddHostKey(signer)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { l.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				_, chans, reqs, err := xssh.NewServerConn(c, sc)
+				if err != nil {
+					return
+				}
+				go xssh.DiscardRequests(reqs)
+				for range chans { // never accepted, never refused
+				}
+			}()
+		}
+	}()
+	host, port, _ := net.SplitHostPort(l.Addr().String())
+	knownHosts = filepath.Join(t.TempDir(), "known_hosts")
+	line := "[" + host + "]:" + port + " " + string(xssh.MarshalAuthorizedKey(signer.PublicKey()))
+	if err := os.WriteFile(knownHosts, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return l.Addr().String(), knownHosts
 }

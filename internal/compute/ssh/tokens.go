@@ -294,7 +294,7 @@ func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 		tr.close() // dead, or its connection was replaced
 		h.tokens.reader = nil
 	}
-	s, err := c.NewSession()
+	s, err := h.newSession(c)
 	if err != nil {
 		h.drop(c)
 		return nil, fmt.Errorf("ssh: host %s: open the token reader session: %w", h.cfg.Name, err)
@@ -312,7 +312,7 @@ func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 	// Its standard error is discarded: the reader prints nothing there but
 	// a failure to start, which the first read reports as a broken session.
 	cmd := shq(path.Join(h.cfg.Root, "bin", "occ")) + " ssh-token-reader --root " + shq(h.cfg.Root)
-	if err := s.Start(cmd); err != nil {
+	if err := h.answered(c, func() error { return s.Start(cmd) }); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("ssh: host %s: start the token reader: %w", h.cfg.Name, err)
 	}
