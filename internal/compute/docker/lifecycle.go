@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -219,7 +220,14 @@ func (d *Driver) Recover(ctx context.Context) error {
 		if serving == "" {
 			continue
 		}
-		if err := d.recoverAgent(ctx, info.AgentID, serving); err != nil {
+		// Each Agent's engine calls are bounded: Recover runs at start,
+		// on a context with no deadline, and an engine that accepts
+		// connections but never answers would otherwise hold occ's start
+		// for ever. One that runs out is logged like any other failure.
+		actx, cancel := context.WithTimeout(ctx, recoverAgentTimeout)
+		err = d.recoverAgent(actx, info.AgentID, serving)
+		cancel()
+		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("docker: recover: %w", ctx.Err())
 			}
@@ -228,6 +236,11 @@ func (d *Driver) Recover(ctx context.Context) error {
 	}
 	return nil
 }
+
+// recoverAgentTimeout bounds one Agent's recovery: listing its
+// containers, stopping the others (each within its stop grace) and
+// starting the serving one. A variable for the test of a silent engine.
+var recoverAgentTimeout = 2 * time.Minute
 
 func (d *Driver) recoverAgent(ctx context.Context, agentID, serving string) error {
 	unlock, err := d.lock(ctx, agentID)
