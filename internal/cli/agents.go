@@ -240,12 +240,13 @@ against. Create does not deploy: run "occ agent deploy NAME --wait".`,
 func readPersonaDir(dir string) (map[string]string, error) {
 	files := map[string]string{}
 	for _, name := range personaFiles {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, fs.ErrNotExist) {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
+		b, err := readInput(deps{}, p, name, "; an initial file holds at most 16,384")
 		if err != nil {
-			return nil, usageError(fmt.Errorf("reading %s: %w", name, err))
+			return nil, err
 		}
 		files[name] = string(b)
 	}

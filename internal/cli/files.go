@@ -163,28 +163,37 @@ write that landed as success, and otherwise exits 6 without retrying.`,
 const maxFileBytes = 1 << 20
 
 func readContent(d deps, path string) (string, error) {
+	b, err := readInput(d, path, "the content", "; a workspace file holds at most 16,384")
+	return string(b), err
+}
+
+// readInput reads at most maxFileBytes from path ("-": standard input):
+// one byte more is a usage error naming what, never input cut to size,
+// and a FIFO or a device that never ends cannot hold the command. more
+// follows the size in the message.
+func readInput(d deps, path, what, more string) ([]byte, error) {
 	var r io.Reader
 	if path == "-" {
 		if d.stdin == nil {
-			return "", usageError(errors.New("no standard input"))
+			return nil, usageError(errors.New("no standard input"))
 		}
 		r = d.stdin
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return "", usageError(fmt.Errorf("reading the content: %w", err))
+			return nil, usageError(fmt.Errorf("reading %s: %w", what, err))
 		}
 		defer f.Close()
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	if err != nil {
-		return "", usageError(fmt.Errorf("reading the content: %w", err))
+		return nil, usageError(fmt.Errorf("reading %s: %w", what, err))
 	}
 	if len(b) > maxFileBytes {
-		return "", usageError(fmt.Errorf("the content is larger than %d bytes; a workspace file holds at most 16,384", maxFileBytes))
+		return nil, usageError(fmt.Errorf("%s is larger than %d bytes%s", what, maxFileBytes, more))
 	}
-	return string(b), nil
+	return b, nil
 }
 
 // putFile writes a file and settles an unknown outcome by reading back
@@ -313,9 +322,9 @@ func (cn *conn) editFile(ctx context.Context, ns, agentID, name string) error {
 				return kept(err)
 			}
 		}
-		b, err := os.ReadFile(path)
+		b, err := readInput(cn.d, path, "your version", "; a workspace file holds at most 16,384")
 		if err != nil {
-			return runtimeError(err)
+			return kept(err)
 		}
 		mine := string(b)
 		if mine == theirs {

@@ -190,3 +190,52 @@ func envelope(w http.ResponseWriter, status int, body string) {
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
 }
+
+// TestReadInputLimits: the other inputs read from files (a Configuration
+// document, an initial persona file) are bounded the same way: at most
+// 1 MiB, one byte more is a usage error naming the input, never input cut
+// to size.
+func TestReadInputLimits(t *testing.T) {
+	dir := t.TempDir()
+	doc := func(name string, n int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(`"`+strings.Repeat("d", n-2)+`"`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	exitOf := func(err error) (int, string) {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code, ee.err.Error()
+		}
+		if err != nil {
+			t.Fatalf("not an exit error: %v", err)
+		}
+		return 0, ""
+	}
+	b, err := readDocument(deps{}, doc("at.json", maxFileBytes))
+	if code, _ := exitOf(err); code != 0 || len(b) != maxFileBytes {
+		t.Errorf("a document at the limit: %d bytes, exit %d", len(b), code)
+	}
+	_, err = readDocument(deps{}, doc("past.json", maxFileBytes+1))
+	if code, msg := exitOf(err); code != exitUsage || msg != "the document is larger than 1048576 bytes; a Configuration document holds at most 48 KiB" {
+		t.Errorf("a document past the limit: exit %d, %q", code, msg)
+	}
+	_, err = readDocument(deps{stdin: strings.NewReader(`"` + strings.Repeat("d", maxFileBytes) + `"`)}, "-")
+	if code, _ := exitOf(err); code != exitUsage {
+		t.Errorf("a document past the limit on standard input: exit %d, want a usage error, not JSON cut short", code)
+	}
+
+	persona := t.TempDir()
+	sizedFile(t, persona, "SOUL.md", "s", maxFileBytes)
+	files, err := readPersonaDir(persona)
+	if code, _ := exitOf(err); code != 0 || len(files["SOUL.md"]) != maxFileBytes {
+		t.Errorf("a persona file at the limit: %d bytes, exit %d", len(files["SOUL.md"]), code)
+	}
+	sizedFile(t, persona, "USER.md", "u", maxFileBytes+1)
+	_, err = readPersonaDir(persona)
+	if code, msg := exitOf(err); code != exitUsage || msg != "USER.md is larger than 1048576 bytes; an initial file holds at most 16,384" {
+		t.Errorf("a persona file past the limit: exit %d, %q", code, msg)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -332,18 +330,9 @@ func (cn *conn) configurationArg(cmd *cobra.Command, arg string) (string, string
 // readDocument reads a JSON document from path ("-": standard input) and
 // checks only that it is JSON; the server validates the rest.
 func readDocument(d deps, path string) (json.RawMessage, error) {
-	var b []byte
-	var err error
-	if path == "-" {
-		if d.stdin == nil {
-			return nil, usageError(errors.New("no standard input"))
-		}
-		b, err = io.ReadAll(io.LimitReader(d.stdin, 1<<20))
-	} else {
-		b, err = os.ReadFile(path)
-	}
+	b, err := readInput(d, path, "the document", "; a Configuration document holds at most 48 KiB")
 	if err != nil {
-		return nil, usageError(fmt.Errorf("reading the document: %w", err))
+		return nil, err
 	}
 	if !json.Valid(b) {
 		return nil, usageError(fmt.Errorf("%s is not valid JSON", path))
