@@ -12,13 +12,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/compute/kube"
+	"github.com/openclaw/occ/internal/secretfile"
 )
 
 // Names of the probes and of the file read through OCC.
@@ -226,7 +227,13 @@ func newProber(cfg kube.Config, address, caFile string, timeout time.Duration) (
 	r := cfg.WithDefaults().GatewayRouting
 	tc := &tls.Config{ServerName: r.Host(), MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		// Read as OCC reads its own CA bundle: a regular file, at most
+		// 1 MiB (secretfile).
+		abs, err := filepath.Abs(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		pem, err := secretfile.ReadCABundle(abs)
 		if err != nil {
 			return nil, fmt.Errorf("--ca-file: %w", err)
 		}
