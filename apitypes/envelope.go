@@ -38,7 +38,8 @@ type Error struct {
 	// Code is the stable public error code, for example "INVALID_REQUEST",
 	// "NOT_FOUND" or "UNKNOWN_OUTCOME" (docs/api.md lists them all).
 	Code string `json:"code"`
-	// Message is a human-readable explanation, at most 256 bytes. A 5xx
+	// Message is a human-readable explanation, at most 256 characters
+	// (UTF-16 code units). A 5xx
 	// reply carries a fixed message per code.
 	Message string `json:"message"`
 	// Details point at the offending parts of the request (at most 32);

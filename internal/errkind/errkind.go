@@ -71,7 +71,8 @@ const (
 // MaxDetails caps how many field details one error carries.
 const MaxDetails = 32
 
-// MaxMessage caps the length of a public error message, in bytes.
+// MaxMessage caps the length of a public error message, in characters as
+// the reference counts them: UTF-16 code units.
 const MaxMessage = 256
 
 // Detail points at one offending field with a JSON pointer (RFC 6901).

@@ -31,7 +31,7 @@
 // internal error. The causes of 5xx replies are logged with the request's
 // logger and never sent: a 5xx body carries a fixed message per code and the
 // request ID to quote. 4xx messages are the error's own public message,
-// capped at errkind.MaxMessage bytes, with at most errkind.MaxDetails field
+// capped at errkind.MaxMessage characters (UTF-16 code units), with at most errkind.MaxDetails field
 // details. A failure that is the request's own cancellation (the client
 // disconnected) is logged at info and answered 499, nginx's "client closed
 // request", which nobody reads but the metrics record.

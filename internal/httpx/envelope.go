@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
@@ -80,7 +79,8 @@ func Write(w http.ResponseWriter, r *http.Request, status int, data any) {
 //     (503, 501: documented, expected under a drain or an outage) at warn.
 //     The reply carries only a fixed message for its code. An Internal
 //     error's data is dropped too.
-//   - 4xx messages are capped at errkind.MaxMessage bytes on a rune
+//   - 4xx messages are capped at errkind.MaxMessage characters (UTF-16
+//     code units, as the reference counts them) on a rune
 //     boundary, details at errkind.MaxDetails entries. A 4xx cause is
 //     logged at debug level and never sent.
 //   - 405 replies take their Allow header from data["allow"] (a string,
@@ -234,15 +234,27 @@ func without(m map[string]any, key string) map[string]any {
 // clip makes s valid UTF-8 and cuts it to at most n bytes without splitting
 // a character. Invalid bytes become U+FFFD before measuring, because the
 // JSON encoder would otherwise expand each one to three bytes after the cut.
+// clip cuts s to at most n characters as the reference counts them, in
+// UTF-16 code units (a JavaScript string's length): a character beyond the
+// Basic Multilingual Plane counts two, and one that would not fit whole is
+// left out, never split. Invalid UTF-8 becomes U+FFFD first.
 func clip(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
-		return s
+		return s // n bytes are at most n units
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	units := 0
+	for i, r := range s {
+		w := 1
+		if r > 0xFFFF {
+			w = 2
+		}
+		if units+w > n {
+			return s[:i]
+		}
+		units += w
 	}
-	return s[:n]
+	return s
 }
 
 // replyBuffers holds the buffers of wirejson's replies. writeBytes has

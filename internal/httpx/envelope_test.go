@@ -162,15 +162,20 @@ func TestWriteError(t *testing.T) {
 		{"unencodable data is dropped", withData(errkind.New(errkind.Conflict, "Busy."), map[string]any{"f": func() {}}),
 			errorReply{Status: 409, Code: "RESOURCE_CONFLICT", Message: "Busy."}},
 
-		// Messages: 256 bytes pass, longer ones are cut on a rune boundary.
-		{"message of 256 bytes", errkind.New(errkind.Invalid, strings.Repeat("m", 256)),
+		// Messages: 256 characters (UTF-16 code units, as the reference
+		// counts them) pass, longer ones are cut, never inside a character.
+		{"message of 256 characters", errkind.New(errkind.Invalid, strings.Repeat("m", 256)),
 			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("m", 256)}},
-		{"message of 257 bytes", errkind.New(errkind.Invalid, strings.Repeat("m", 257)),
+		{"message of 257 characters", errkind.New(errkind.Invalid, strings.Repeat("m", 257)),
 			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("m", 256)}},
-		{"message of 256 bytes in 2-byte runes", errkind.New(errkind.Invalid, strings.Repeat("é", 128)),
-			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("é", 128)}},
-		{"message of 257 bytes cut before a rune", errkind.New(errkind.Invalid, "m"+strings.Repeat("é", 128)),
-			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "m" + strings.Repeat("é", 127)}},
+		{"message of 256 characters in 512 bytes", errkind.New(errkind.Invalid, strings.Repeat("é", 256)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("é", 256)}},
+		{"message of 257 characters in 514 bytes", errkind.New(errkind.Invalid, strings.Repeat("é", 257)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("é", 256)}},
+		{"message of 256 units in surrogate pairs", errkind.New(errkind.Invalid, strings.Repeat("😀", 128)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: strings.Repeat("😀", 128)}},
+		{"message of 257 units: the pair that does not fit is left out", errkind.New(errkind.Invalid, "m"+strings.Repeat("😀", 128)),
+			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "m" + strings.Repeat("😀", 127)}},
 		{"message with invalid UTF-8", errkind.New(errkind.Invalid, "a\xffb"),
 			errorReply{Status: 400, Code: "INVALID_REQUEST", Message: "a\ufffdb"}},
 
@@ -367,9 +372,14 @@ func TestClip(t *testing.T) {
 		{"", 4, ""},
 		{"abcd", 4, "abcd"},
 		{"abcde", 4, "abcd"},
-		{"ab€", 4, "ab"}, // € is 3 bytes: cutting inside it backs off
-		{"a€", 4, "a€"},  // exactly 4 bytes
-		{"😀😀", 5, "😀"},   // 4-byte runes
+		// n counts UTF-16 code units: € is 3 bytes and 1 unit, 😀 4 bytes
+		// and 2 units.
+		{"ab€", 3, "ab€"},
+		{"ab€", 2, "ab"},
+		{"😀😀", 5, "😀😀"},
+		{"😀😀", 3, "😀"}, // the second would need units 4 and 5
+		{"a😀", 2, "a"}, // a pair is never split
+		{"😀a", 2, "😀"},
 		{"\xff\xff", 4, "\ufffd"},
 	}
 	for _, tt := range tests {

@@ -133,7 +133,7 @@ var descriptions = map[string]string{
 	"Error.code":                                 "Code is the stable public error code, for example \"INVALID_REQUEST\", \"NOT_FOUND\" or \"UNKNOWN_OUTCOME\" (docs/api.md lists them all).",
 	"Error.data":                                 "Data holds machine-readable facts about some errors; absent when there are none.",
 	"Error.details":                              "Details point at the offending parts of the request (at most 32); absent when there are none.",
-	"Error.message":                              "Message is a human-readable explanation, at most 256 bytes. A 5xx reply carries a fixed message per code.",
+	"Error.message":                              "Message is a human-readable explanation, at most 256 characters (UTF-16 code units). A 5xx reply carries a fixed message per code.",
 	"ErrorDetail":                                "ErrorDetail names one offending part of a request.",
 	"ErrorDetail.code":                           "Code says what is wrong there: REQUIRED, UNKNOWN_FIELD, INVALID_TYPE, INVALID_FORMAT, INVALID_VALUE, TOO_LONG or TOO_DEEP.",
 	"ErrorDetail.path":                           "Path is a JSON pointer (RFC 6901) into the body, or /path/<name> for a path parameter, /query/<name> for a query parameter and /header/<name> for a header.",
