@@ -139,7 +139,7 @@ func (s *Service) UpdateAgent(ctx context.Context, namespaceID, id string, p Age
 	}
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		sc, err := tx.GetAgentFor(ctx, store.ActionUpdate, namespaceID, id)
+		sc, err := visibleAgentFor(ctx, tx, store.ActionUpdate, namespaceID, id)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func errAgentDeleting() error {
 func (s *Service) Deploy(ctx context.Context, namespaceID, id string) (store.Revision, error) {
 	var rev store.Revision
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		sc, err := tx.GetAgentFor(ctx, store.ActionDeploy, namespaceID, id)
+		sc, err := visibleAgentFor(ctx, tx, store.ActionDeploy, namespaceID, id)
 		if err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func actorID(ctx context.Context) string {
 func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent, error) {
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		sc, err := tx.GetAgentFor(ctx, store.ActionOperate, namespaceID, id)
+		sc, err := visibleAgentFor(ctx, tx, store.ActionOperate, namespaceID, id)
 		if err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent
 func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
-		sc, err := tx.GetAgentFor(ctx, store.ActionDelete, namespaceID, id)
+		sc, err := visibleAgentFor(ctx, tx, store.ActionDelete, namespaceID, id)
 		if err != nil {
 			return err
 		}
@@ -277,4 +277,21 @@ func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (stor
 		return s.audit.Mutation(ctx, tx, ActionAgentDelete, resAgent(a), map[string]string{"name": a.Name})
 	})
 	return out, err
+}
+
+// visibleAgentFor is GetAgentFor for an operation whose answer shows the
+// Agent (PATCH, deploy, stop and delete answer with the Agent or its new
+// revision): besides action the caller needs read on the Agent, and one
+// that may not read it gets 404, exactly as if it did not exist
+// (docs/authorization.md), before anything changes. A file write needs
+// only operate: its answer is the hash of what the caller sent.
+func visibleAgentFor(ctx context.Context, tx store.Store, action store.Action, namespaceID, id string) (store.AgentScope, error) {
+	sc, err := tx.GetAgentFor(ctx, action, namespaceID, id)
+	if err != nil {
+		return store.AgentScope{}, err
+	}
+	if err := authorize(ctx, tx, store.ActionRead, authz.Resource{Kind: store.KindAgent, NamespaceID: namespaceID, ID: id}); err != nil {
+		return store.AgentScope{}, err
+	}
+	return sc, nil
 }

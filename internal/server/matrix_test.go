@@ -129,6 +129,12 @@ type agentCase struct {
 	// other is the status for a caller bound to another Agent of the same
 	// Namespace (404; the list answers 200, showing only that Agent).
 	other int
+	// readDenied, for a route whose action is not read, is the status for
+	// a caller holding every grant installation-wide and a deny
+	// restriction on read of the exact Agent: 404 where the answer shows
+	// the Agent (it is hidden from that caller), the route's ok status
+	// where it does not (a file write answers only the written hash).
+	readDenied int
 	// config is true when the route also reads the Agent's Configuration
 	// (PATCH and deploy): the exact-Agent caller then also needs read on
 	// that Configuration, and without it gets configNeeded.
@@ -207,13 +213,13 @@ func matrixRoutes() map[string]matrixRoute {
 		"PATCH /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionUpdate, store.KindAgent), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1, map[string]any{"configurationId": f.cfg1}
-			}, agent: &agentCase{action: store.ActionUpdate, restricted: 403, other: 404, config: true, configNeeded: 404}},
+			}, agent: &agentCase{action: store.ActionUpdate, restricted: 403, other: 404, config: true, configNeeded: 404, readDenied: 404}},
 		"DELETE /namespaces/{ns}/agents/{agentId}": {perm: perm(store.ActionDelete, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent(), nil }, agent: agentRoute(store.ActionDelete, 403)},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent(), nil }, agent: &agentCase{action: store.ActionDelete, restricted: 403, other: 404, readDenied: 404}},
 		"POST /namespaces/{ns}/agents/{agentId}/deploy": {perm: perm(store.ActionDeploy, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deploy", nil }, agent: &agentCase{action: store.ActionDeploy, restricted: 403, other: 404, config: true, configNeeded: 404}},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/deploy", nil }, agent: &agentCase{action: store.ActionDeploy, restricted: 403, other: 404, config: true, configNeeded: 404, readDenied: 404}},
 		"POST /namespaces/{ns}/agents/{agentId}/stop": {perm: perm(store.ActionOperate, store.KindAgent), ok: 202, noGrant: 404, restricted: 403, nsKey: 403,
-			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/stop", nil }, agent: agentRoute(store.ActionOperate, 403)},
+			build: func(f *fixture) (string, any) { return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/stop", nil }, agent: &agentCase{action: store.ActionOperate, restricted: 403, other: 404, readDenied: 404}},
 		"GET /namespaces/{ns}/agents/{agentId}/revisions": {perm: perm(store.ActionRead, store.KindAgentRevision), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.agent1 + "/revisions", nil
@@ -229,7 +235,7 @@ func matrixRoutes() map[string]matrixRoute {
 		"PUT /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": {perm: perm(store.ActionOperate, store.KindAgent), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
 			build: func(f *fixture) (string, any) {
 				return "/namespaces/" + f.ns1 + "/agents/" + f.files + "/workspace/files/SOUL.md", map[string]string{"content": "soul"}
-			}, agent: agentRoute(store.ActionOperate, 403)},
+			}, agent: &agentCase{action: store.ActionOperate, restricted: 403, other: 404, readDenied: 200}},
 		"GET /workspace-defaults": {ok: 200, noGrant: 200, restricted: 200, nsKey: 200, build: static("/workspace-defaults")},
 
 		"GET /namespaces/{ns}/configurations": {perm: perm(store.ActionRead, store.KindConfiguration), ok: 200, noGrant: 404, restricted: 200, nsKey: 403,
@@ -465,6 +471,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 						return []func(){f.restrictAgent(restrictedID, a.action, id)}
 					})
 					want["deny restriction on the exact Agent"] = a.restricted
+					if a.action != store.ActionRead {
+						got["deny read on the exact Agent"] = scoped(restricted, func(id string) []func() {
+							return []func(){f.restrictAgent(restrictedID, store.ActionRead, id)}
+						})
+						want["deny read on the exact Agent"] = a.readDenied
+					}
 				}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("%s: status by caller (-want +got):\n%s", key, diff)
