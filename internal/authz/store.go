@@ -24,17 +24,17 @@ func SystemSubject(name string) *Subject {
 
 // systemMethods is the smallest set of Store methods each system subject
 // needs. A system subject calling anything else is refused.
+// Audit records are appended as SystemAudit whoever writes them (package
+// audit), so no other system subject needs AppendAuditEvent.
 var systemMethods = map[string]map[string]bool{
 	SystemAuthn: set("GetAPIKeyAccess", "GetSessionAccess", "GetUserByEmail",
-		"CreateSession", "DeleteSession", "DeleteExpiredSessions", "TouchSession", "TouchAPIKey"),
-	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser", "GetUserByEmail",
-		"CreateRole", "GetRole", "CreateAccessBinding", "AppendAuditEvent"),
+		"CreateSession", "DeleteSession", "TouchSession", "TouchAPIKey"),
+	SystemBootstrap: set("GetInstallation", "CreateInstallation", "CreateUser",
+		"CreateRole", "CreateAccessBinding"),
 	SystemAudit: set("AppendAuditEvent"),
-	SystemWorker: set("GetInstallation", "GetNamespace", "ListNamespaces", "UpdateNamespaceStatus", "DeleteNamespace",
-		"GetConfiguration", "GetAgent", "ListAgents", "SetAgentRuntimeState", "DeleteAgent",
-		"GetRevision", "ListRevisions", "GetWork", "GetWorkByKey", "ClaimWork", "RenewWork", "RetryWork",
-		"FinishWork", "CancelAgentWork", "ExpediteAgentWork", "ActivateRevision",
-		"GetWorkspaceSetup", "DeleteExpiredSessions", "AppendAuditEvent"),
+	SystemWorker: set("GetNamespace", "UpdateNamespaceStatus", "DeleteNamespace",
+		"GetAgent", "DeleteAgent", "GetRevision", "ListRevisions", "ClaimWork", "RenewWork", "RetryWork",
+		"FinishWork", "ExpediteAgentWork", "ActivateRevision", "GetWorkspaceSetup"),
 }
 
 func set(names ...string) map[string]bool {
