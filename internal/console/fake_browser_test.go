@@ -87,6 +87,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := b.text("#count-AGENTS\\.md"); !strings.Contains(got, "/ 16,384 bytes") {
 		t.Errorf("AGENTS.md counter = %q", got)
 	}
+	// The browser's own check of the content limit: 16,384 bytes (in
+	// 2-byte characters here) pass, one byte more is flagged.
+	soul := b.value("#init-SOUL\\.md")
+	b.setValue("#init-SOUL\\.md", strings.Repeat("é", 8192))
+	if got := b.text("#count-SOUL\\.md"); got != "16,384 / 16,384 bytes" {
+		t.Errorf("SOUL.md counter at the limit = %q", got)
+	}
+	b.setValue("#init-SOUL\\.md", strings.Repeat("é", 8192)+"x")
+	if got := b.text("#count-SOUL\\.md"); got != "16,385 / 16,384 bytes: is longer than 16,384 bytes" {
+		t.Errorf("SOUL.md counter one byte past the limit = %q", got)
+	}
+	b.setValue("#init-SOUL\\.md", soul)
 	b.page("agent-new")
 	files := map[string]string{
 		"AGENTS.md":   "# Agents, edited in the Console\n",
