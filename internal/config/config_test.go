@@ -599,6 +599,9 @@ func TestValidate(t *testing.T) {
 		{"proxy everything v4", func(c *Config) { c.TrustedProxies = []string{"0.0.0.0/0"} }, `trusted proxy "0.0.0.0/0" would trust every address; list the proxies' own ranges`},
 		{"proxy everything v6", func(c *Config) { c.TrustedProxies = []string{"::/0"} }, `trusted proxy "::/0" would trust every address; list the proxies' own ranges`},
 		{"zero session TTL", func(c *Config) { c.SessionTTL = 0 }, "session TTL must be positive, got 0s"},
+		// The file deadline: the reference's minimum is 1 ms, and 0 is refused.
+		{"workspace file timeout of 1ms", func(c *Config) { c.WorkspaceFileTimeout = time.Millisecond }, ""},
+		{"zero workspace file timeout", func(c *Config) { c.WorkspaceFileTimeout = 0 }, "workspace file timeout must be positive, got 0s"},
 		{"negative shutdown timeout", func(c *Config) { c.ShutdownTimeout = -time.Second }, "shutdown timeout must be positive, got -1s"},
 		{"email without at", func(c *Config) { c.BootstrapAdminEmail = "admin" }, `bootstrap admin email "admin" is not an email address like admin@example.com`},
 		{"email with name", func(c *Config) { c.BootstrapAdminEmail = "Admin <admin@example.com>" }, `bootstrap admin email "Admin <admin@example.com>" is not an email address like admin@example.com`},
