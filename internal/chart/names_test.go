@@ -58,3 +58,43 @@ func TestNameLengths(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingNameTruncation: the two routing names the chart cuts to size
+// are tested at their limits and one past. The Gateway's default name,
+// "<release>-agent-gateways", is at most 63 characters (a release of 48
+// gives exactly 63; one of 49 is cut to 63); the Envoy data-plane
+// NetworkPolicy takes at most 34 characters of the release, without a
+// "-" left at the cut.
+func TestRoutingNameTruncation(t *testing.T) {
+	tests := []struct {
+		release           string
+		gateway, npPrefix string
+	}{
+		{strings.Repeat("g", 48), strings.Repeat("g", 48) + "-agent-gateways", strings.Repeat("g", 34) + "-"},
+		{strings.Repeat("g", 49), strings.Repeat("g", 49) + "-agent-gateway", strings.Repeat("g", 34) + "-"},
+		{strings.Repeat("p", 34), strings.Repeat("p", 34) + "-agent-gateways", strings.Repeat("p", 34) + "-"},
+		{strings.Repeat("p", 33) + "-q", strings.Repeat("p", 33) + "-q-agent-gateways", strings.Repeat("p", 33) + "-"},
+	}
+	for _, tc := range tests {
+		out, err := renderAs(t, tc.release, "occ-system", []string{valuesFile("routing-auto-ca")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gateway, np string
+		for _, o := range objects(t, out) {
+			switch {
+			case o.Kind == "Gateway":
+				gateway = o.Metadata.Name
+			case o.Kind == "NetworkPolicy" && strings.HasSuffix(o.Metadata.Name, "-envoy-dataplane"):
+				np = o.Metadata.Name
+			}
+		}
+		if gateway != tc.gateway || len(gateway) > 63 {
+			t.Errorf("release of %d characters: Gateway %q (%d characters), want %q", len(tc.release), gateway, len(gateway), tc.gateway)
+		}
+		// <release[:34] without a trailing "-">-<route label, 12 hex>-envoy-dataplane
+		if !strings.HasPrefix(np, tc.npPrefix) || len(np) != len(tc.npPrefix)+12+len("-envoy-dataplane") {
+			t.Errorf("release of %d characters: data-plane NetworkPolicy %q, want the prefix %q and a 12-digit route label", len(tc.release), np, tc.npPrefix)
+		}
+	}
+}
