@@ -255,9 +255,16 @@ func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string
 // watched here, since dropping a working connection on a cancellation
 // would fail the other sessions on it.
 func (h *host) answered(c *xssh.Client, step func() error) error {
+	return h.within(c, h.d.cfg.ConnectTimeout, step)
+}
+
+// within runs step, which waits on the host over c, for at most d; past
+// it c is dropped, which ends the step, and within says the host did not
+// answer.
+func (h *host) within(c *xssh.Client, d time.Duration, step func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- step() }()
-	t := time.NewTimer(h.d.cfg.ConnectTimeout)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case err := <-done:
@@ -265,7 +272,7 @@ func (h *host) answered(c *xssh.Client, step func() error) error {
 	case <-t.C:
 		h.drop(c)
 		<-done // the closed connection ends the step
-		return fmt.Errorf("the host did not answer within %s", h.d.cfg.ConnectTimeout)
+		return fmt.Errorf("the host did not answer within %s", d)
 	}
 }
 
@@ -361,25 +368,14 @@ var errNoKillSession = errors.New("cannot open a session for the kill")
 // connection that cannot even open the session within killTimeout is
 // dropped (which also unblocks the goroutine).
 func (h *host) killSession(c *xssh.Client, id remoteSession) error {
-	done := make(chan error, 1)
-	go func() {
+	return h.within(c, killTimeout, func() error {
 		s, err := c.NewSession()
 		if err != nil {
-			done <- fmt.Errorf("%w: %w", errNoKillSession, err)
-			return
+			return fmt.Errorf("%w: %w", errNoKillSession, err)
 		}
 		defer s.Close()
-		done <- s.Run(shellCmd(scriptKillSession, strconv.FormatUint(id.pid, 10), strconv.FormatUint(id.start, 10)))
-	}()
-	t := time.NewTimer(killTimeout)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		h.drop(c)
-		return errors.New("timed out")
-	}
+		return s.Run(shellCmd(scriptKillSession, strconv.FormatUint(id.pid, 10), strconv.FormatUint(id.start, 10)))
+	})
 }
 
 // remoteSession is the session leader of a command on the host: its pid
