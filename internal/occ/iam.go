@@ -3,6 +3,7 @@ package occ
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/authz"
 	"github.com/openclaw/occ/internal/errkind"
@@ -110,8 +111,17 @@ type ScopeInput struct {
 	ResourceID   string
 }
 
+// maxScopeIDLen bounds a scope's resource id, in characters (code points).
+const maxScopeIDLen = 200
+
 // validateScope checks scope consistency and that the scoped objects exist.
 func validateScope(ctx context.Context, tx store.Store, sc ScopeInput) error {
+	// An exact resource's id: at most 200 characters, as the reference
+	// bounds IAM ids (a kind whose objects are not looked up, such as a
+	// revision, would otherwise store whatever the body held).
+	if utf8.RuneCountInString(sc.ResourceID) > maxScopeIDLen {
+		return errkind.InvalidDetails("The resource id must be at most 200 characters.", errkind.Detail{Path: "/resourceId", Code: errkind.DetailTooLong})
+	}
 	if (sc.ResourceKind == "") != (sc.ResourceID == "") {
 		return errkind.InvalidDetails("resourceKind and resourceId go together.", errkind.Detail{Path: "/resourceId", Code: errkind.DetailRequired})
 	}

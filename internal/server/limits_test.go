@@ -114,6 +114,14 @@ func TestFieldLimits(t *testing.T) {
 		{"document of 48 KiB", cfgs, map[string]any{"name": "doc-at", "kind": "agent", "document": document(48 << 10)}, created},
 		{"document of 48 KiB + 1", cfgs, map[string]any{"name": "doc-past", "kind": "agent", "document": document(48<<10 + 1)}, tooLong("/document")},
 
+		// An exact resource scope's id is at most 200 characters (a
+		// revision scope's id is not looked up, so any text reaches the
+		// limit).
+		{"scope id of 200 characters", "/iam/restrictions", map[string]string{"subjectId": sp.ID, "action": "read",
+			"resourceKind": "agent_revision", "namespaceId": ns.ID, "resourceId": strings.Repeat("é", 200)}, created},
+		{"scope id of 201 characters", "/iam/restrictions", map[string]string{"subjectId": sp.ID, "action": "read",
+			"resourceKind": "agent_revision", "namespaceId": ns.ID, "resourceId": strings.Repeat("é", 201)}, tooLong("/resourceId")},
+
 		// A user's email is at most 254 bytes.
 		{"email of 254", "/iam/users", map[string]string{"email": email(254), "password": testPassword}, created},
 		{"email of 255", "/iam/users", map[string]string{"email": email(255), "password": testPassword}, tooLong("/email")},
