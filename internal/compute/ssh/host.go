@@ -475,8 +475,18 @@ func (h *host) dialLoopback(ctx context.Context, port int) (net.Conn, error) {
 		h.release()
 		return nil, err
 	}
-	nc, err := c.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	// The channel open waits on the host like a session's opening does
+	// (answered): bounded by ctx and, on a host that stops answering, by
+	// connectTimeout, after which the connection is dropped.
+	var nc net.Conn
+	err = h.answered(c, func() (err error) {
+		nc, err = c.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		return err
+	})
 	if err != nil {
+		if nc != nil {
+			_ = nc.Close()
+		}
 		h.release()
 		return nil, fmt.Errorf("ssh: host %s: direct-tcpip to the gateway's loopback port: %w", h.cfg.Name, err)
 	}

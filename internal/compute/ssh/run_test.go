@@ -319,6 +319,13 @@ func TestHostThatStopsAnswering(t *testing.T) {
 	for name, call := range map[string]func(context.Context) error{
 		"a remote command": func(ctx context.Context) error { _, err := h.run(ctx, "true", "true", nil); return err },
 		"a token read":     func(ctx context.Context) error { _, err := h.readToken(ctx, "0123456789ab"); return err },
+		"a tunnel to the gateway": func(ctx context.Context) error {
+			c, err := h.dialLoopback(ctx, 18800)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
