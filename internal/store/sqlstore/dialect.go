@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
+	"io"
 	"fmt"
 	"net"
 	"net/netip"
@@ -297,6 +298,11 @@ func classifyCommon(err error) failure {
 	var ne net.Error
 	switch {
 	case errors.Is(err, driver.ErrBadConn), errors.As(err, &ce), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
+		return failBusy
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// The server closed the connection without a reply (pgx hands
+		// back the bare EOF): a shutdown, a terminated backend, a proxy
+		// closing gracefully. During a COMMIT that is an unknown outcome.
 		return failBusy
 	}
 	return failOther

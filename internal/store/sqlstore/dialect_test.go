@@ -1,10 +1,18 @@
 package sqlstore
 
 import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/openclaw/occ/internal/store"
 )
@@ -142,5 +150,39 @@ func TestPostgresOnThisHost(t *testing.T) {
 		if got := postgresOnThisHost(tc.url); got != tc.want {
 			t.Errorf("postgresOnThisHost(%q) = %v, want %v", tc.url, got, tc.want)
 		}
+	}
+}
+
+// TestPostgresCommitOutcome: which failures of a COMMIT on PostgreSQL may
+// have committed (answered 503 UNKNOWN_OUTCOME) and which mean it did not.
+// A connection the server closed without a reply comes back from pgx as a
+// bare (or wrapped) EOF: unknown, like a reset or an ended context; a
+// server error reply and driver.ErrBadConn (nothing sent) are not. A real
+// server cannot be made to close the connection between committing and
+// answering on purpose, hence the errors by hand; the restart tests cover
+// the reset and the shutdown's FATAL reply.
+func TestPostgresCommitOutcome(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection closed, bare", io.ErrUnexpectedEOF, true},
+		{"connection closed, wrapped", fmt.Errorf("receive message: %w", io.ErrUnexpectedEOF), true},
+		{"connection closed at a frame boundary", io.EOF, true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{"context ended", context.Canceled, true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"serialization failure, answered", &pgconn.PgError{Code: "40001"}, false},
+		{"nothing sent", driver.ErrBadConn, false},
+		{"another error", errors.New("something else"), false},
+	}
+	for _, tc := range tests {
+		if got := (postgresDialect{}).commitOutcomeUnknown(tc.err); got != tc.want {
+			t.Errorf("%s: commitOutcomeUnknown(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+	if got := classifyCommon(io.ErrUnexpectedEOF); got != failBusy {
+		t.Errorf("classifyCommon(unexpected EOF) = %v, want busy (503, not 500)", got)
 	}
 }
