@@ -313,7 +313,9 @@ func (s *supervisor) run(p *procHandle) {
 			p, err = s.spawn()
 			if err != nil {
 				s.d.log.Warn("local: gateway did not spawn", "agent", s.a.id, "revision", s.rev.ID, "error", err)
-				if !s.failedStart(fmt.Sprintf("spawn: %v", err), -1) {
+				// The reason is public (the deployment's pending message):
+				// a fixed text; the error, with its paths, is in the log.
+				if !s.failedStart("it could not be started; see occ's log", -1) {
 					return
 				}
 				if !s.backoff() {

@@ -447,3 +447,27 @@ func TestForeignListenerIsNotReady(t *testing.T) {
 		}
 	}
 }
+
+// TestSpawnFailureIsPublicWithoutPaths: a gateway that cannot even be
+// started (here its node binary is not executable) leaves the revision
+// pending with a message that goes to the API as the deployment's last
+// attempt: it says what happened without the error's text, which names
+// host paths; the log has that.
+func TestSpawnFailureIsPublicWithoutPaths(t *testing.T) {
+	rt := standIn(t, "exec sleep 60")
+	mustDo(t, "make node not executable", os.Chmod(rt.Node, 0o600))
+	td := newTestDriver(t, rt, "", func(o *Options) { o.StopGrace = time.Second })
+	ta := newTestAgent()
+	rev := ta.revision(1, "")
+	var res compute.PrepareResult
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		res, err = td.PrepareRevision(ctxT(t, 10*time.Second), rev, compute.RevisionContext{})
+		mustDo(t, "PrepareRevision", err)
+		return strings.Contains(res.Message, "exited")
+	}, "the failed start reported")
+	if res.Ready || !strings.Contains(res.Message, "could not be started") || strings.Contains(res.Message, rt.Node) ||
+		strings.Contains(res.Message, td.dir) {
+		t.Errorf("PrepareRevision = %+v; want pending, saying the gateway could not be started, naming no path", res)
+	}
+}
