@@ -156,7 +156,8 @@ type DeploymentProgress struct {
 	// NextAttemptAt is when a queued deployment is retried; absent when
 	// it has not been attempted yet or is running.
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
-	// Attempts counts the attempts so far.
+	// Attempts counts the attempts so far that ran or failed; a recheck
+	// of a revision that is not ready yet is not one.
 	Attempts int `json:"attempts"`
 }
 

@@ -123,7 +123,7 @@ var descriptions = map[string]string{
 	"DeploymentError.code":                       "Code is a stable reason code, for example COMPUTE_NOT_CONFIGURED or CANCELLED.",
 	"DeploymentError.message":                    "Message is a public, content-free explanation.",
 	"DeploymentProgress":                         "DeploymentProgress says what the last unfinished attempt saw and when the next one is due.",
-	"DeploymentProgress.attempts":                "Attempts counts the attempts so far.",
+	"DeploymentProgress.attempts":                "Attempts counts the attempts so far that ran or failed; a recheck of a revision that is not ready yet is not one.",
 	"DeploymentProgress.lastAttempt":             "LastAttempt is the last attempt that did not finish; absent before the first one.",
 	"DeploymentProgress.nextAttemptAt":           "NextAttemptAt is when a queued deployment is retried; absent when it has not been attempted yet or is running.",
 	"Envelope":                                   "Envelope is the body of every successful reply: {\"data\": …, \"meta\": …}.",
