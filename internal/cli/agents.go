@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -240,11 +239,10 @@ against. Create does not deploy: run "occ agent deploy NAME --wait".`,
 func readPersonaDir(dir string) (map[string]string, error) {
 	files := map[string]string{}
 	for _, name := range personaFiles {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		b, err := readInput(deps{}, filepath.Join(dir, name), name, "; an initial file holds at most 16,384")
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		b, err := readInput(deps{}, p, name, "; an initial file holds at most 16,384")
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
 
 	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
@@ -231,13 +232,11 @@ func without(m map[string]any, key string) map[string]any {
 	return out
 }
 
-// clip makes s valid UTF-8 and cuts it to at most n bytes without splitting
-// a character. Invalid bytes become U+FFFD before measuring, because the
-// JSON encoder would otherwise expand each one to three bytes after the cut.
 // clip cuts s to at most n characters as the reference counts them, in
 // UTF-16 code units (a JavaScript string's length): a character beyond the
 // Basic Multilingual Plane counts two, and one that would not fit whole is
-// left out, never split. Invalid UTF-8 becomes U+FFFD first.
+// left out, never split. Invalid bytes become U+FFFD first, because the
+// JSON encoder would otherwise expand each one after the cut.
 func clip(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
@@ -245,14 +244,9 @@ func clip(s string, n int) string {
 	}
 	units := 0
 	for i, r := range s {
-		w := 1
-		if r > 0xFFFF {
-			w = 2
-		}
-		if units+w > n {
+		if units += utf16.RuneLen(r); units > n {
 			return s[:i]
 		}
-		units += w
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/exactjson"
@@ -244,12 +245,7 @@ func NoQuery(r *http.Request) error {
 func pathLen(v string) int {
 	n := 0
 	for _, r := range v {
-		if r > 0xFFFF {
-			n += 2
-		} else {
-			n++
-		}
-		if n > maxPathValue {
+		if n += utf16.RuneLen(r); n > maxPathValue {
 			break
 		}
 	}

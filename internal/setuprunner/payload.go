@@ -2,6 +2,7 @@ package setuprunner
 
 import (
 	"io"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/openclaw/occ/internal/digest"
@@ -185,11 +186,7 @@ func validIDString(s string) bool {
 	}
 	units := 0
 	for _, r := range s {
-		units++
-		if r > 0xFFFF {
-			units++
-		}
-		if units > maxIDUnits {
+		if units += utf16.RuneLen(r); units > maxIDUnits {
 			return false
 		}
 	}
