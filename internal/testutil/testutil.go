@@ -161,3 +161,45 @@ func RefusingAddr(t testing.TB) string {
 	t.Helper()
 	return FreeAddr(t)
 }
+
+// Serve accepts connections on l until the test ends and runs handle on
+// each in a goroutine of its own: the stand-in for a peer that misbehaves
+// on purpose (one that never answers). At cleanup it closes l, then every
+// accepted connection, and waits for the handlers, which must return once
+// their connection is closed.
+func Serve(t testing.TB, l net.Listener, handle func(net.Conn)) {
+	var (
+		mu       sync.Mutex
+		conns    []net.Conn
+		handlers sync.WaitGroup
+	)
+	accepting := make(chan struct{})
+	go func() {
+		defer close(accepting)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			handlers.Add(1)
+			go func() {
+				defer handlers.Done()
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-accepting // no connection is accepted after this
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		handlers.Wait()
+	})
+}

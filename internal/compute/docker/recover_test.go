@@ -3,17 +3,18 @@ package docker
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/openclaw/occ/internal/compute/agentdir"
 	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/testutil"
 )
 
 // TestRecoverWithASilentEngine: occ starts while the Docker engine accepts
@@ -33,19 +34,8 @@ func TestRecoverWithASilentEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns sync.WaitGroup
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop); l.Close(); conns.Wait() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() { defer conns.Done(); <-stop; c.Close() }() // reads nothing, answers nothing
-		}
-	}()
+	// Reads the requests and answers nothing.
+	testutil.Serve(t, l, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 
 	var logs bytes.Buffer
 	d, err := New(Options{DataDir: t.TempDir(), Config: Config{Host: "unix://" + sock},

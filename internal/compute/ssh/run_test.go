@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -363,28 +362,15 @@ func stallingSSHServer(t *testing.T) (addr, knownHosts string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns sync.WaitGroup
-	t.Cleanup(func() { l.Close(); conns.Wait() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				defer conns.Done()
-				defer c.Close()
-				_, chans, reqs, err := xssh.NewServerConn(c, sc)
-				if err != nil {
-					return
-				}
-				go xssh.DiscardRequests(reqs)
-				for range chans { // never accepted, never refused
-				}
-			}()
+	testutil.Serve(t, l, func(c net.Conn) {
+		_, chans, reqs, err := xssh.NewServerConn(c, sc)
+		if err != nil {
+			return
 		}
-	}()
+		go xssh.DiscardRequests(reqs)
+		for range chans { // never accepted, never refused
+		}
+	})
 	host, port, _ := net.SplitHostPort(l.Addr().String())
 	knownHosts = filepath.Join(t.TempDir(), "known_hosts")
 	line := "[" + host + "]:" + port + " " + string(xssh.MarshalAuthorizedKey(signer.PublicKey()))
