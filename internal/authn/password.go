@@ -221,12 +221,14 @@ func ValidatePassword(pw string) error {
 //	$argon2id$v=19$m=65536,t=3,p=2$<salt>$<hash>
 //
 // with salt and hash in unpadded standard base64. It may wait for a free
-// hashing slot (see SetHashing) and fails with 503 if none frees in time.
-func HashPassword(pw string) (string, error) {
+// hashing slot (see SetHashing) and fails with 503 if none frees in time,
+// or with ctx's error once ctx is done: a caller that went away frees its
+// place in the queue.
+func HashPassword(ctx context.Context, pw string) (string, error) {
 	if err := ValidatePassword(pw); err != nil {
 		return "", err
 	}
-	return hashPassword(context.Background(), pw)
+	return hashPassword(ctx, pw)
 }
 
 // hashPassword hashes without the policy check.

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"context"
 	"regexp"
 	"runtime/metrics"
 	"strings"
@@ -25,11 +26,11 @@ var phcPattern = regexp.MustCompile(`^\$argon2id\$v=19\$m=65536,t=3,p=2\$[A-Za-z
 
 func TestHashPasswordRoundTrip(t *testing.T) {
 	const pw = "correct horse battery staple"
-	h1, err := HashPassword(pw)
+	h1, err := HashPassword(context.Background(), pw)
 	if err != nil {
 		t.Fatalf("HashPassword: %v", err)
 	}
-	h2, err := HashPassword(pw)
+	h2, err := HashPassword(context.Background(), pw)
 	if err != nil {
 		t.Fatalf("HashPassword: %v", err)
 	}
@@ -171,7 +172,7 @@ func TestValidatePassword(t *testing.T) {
 				t.Errorf("ValidatePassword(%d bytes) mismatch (-want +got):\n%s", tc.len, diff)
 			}
 			// HashPassword applies the same policy before hashing.
-			h, err := HashPassword(pw)
+			h, err := HashPassword(context.Background(), pw)
 			if diff := cmp.Diff(tc.want, errkind.As(err)); diff != "" {
 				t.Errorf("HashPassword(%d bytes) mismatch (-want +got):\n%s", tc.len, diff)
 			}
@@ -211,14 +212,14 @@ func TestGeneratePassword(t *testing.T) {
 
 func BenchmarkHashPassword(b *testing.B) {
 	for b.Loop() {
-		if _, err := HashPassword("correct horse battery staple"); err != nil {
+		if _, err := HashPassword(context.Background(), "correct horse battery staple"); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkVerifyPassword(b *testing.B) {
-	h, err := HashPassword("correct horse battery staple")
+	h, err := HashPassword(context.Background(), "correct horse battery staple")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestHashCollectsItsBuffer(t *testing.T) {
 	}
 	for i := range 2 {
 		before := forced()
-		if _, err := HashPassword("correct-horse-battery-staple-42"); err != nil {
+		if _, err := HashPassword(context.Background(), "correct-horse-battery-staple-42"); err != nil {
 			t.Fatal(err)
 		}
 		if got := forced(); got <= before {
@@ -259,7 +260,7 @@ func TestHashingReturnsMemoryWhenIdle(t *testing.T) {
 		return s[0].Value.Uint64()
 	}
 	before := forced()
-	if _, err := HashPassword("correct-horse-battery-staple-42"); err != nil {
+	if _, err := HashPassword(context.Background(), "correct-horse-battery-staple-42"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -1,6 +1,7 @@
 package authn_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -40,7 +41,7 @@ func testRealStore(t *testing.T, db *sqlstore.Store) {
 	clock := func() time.Time { return now }
 
 	const pw = "integration password"
-	hash, err := authn.HashPassword(pw)
+	hash, err := authn.HashPassword(context.Background(), pw)
 	if err != nil {
 		t.Fatalf("HashPassword: %v", err)
 	}

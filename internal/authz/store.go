@@ -251,14 +251,26 @@ func (w *Store) gateSystemOnly(ctx context.Context, method string) error {
 }
 
 func (w *Store) CreateUser(ctx context.Context, u store.User) error {
-	if s := SubjectFrom(ctx); s != nil && s.Kind == KindSystem {
-		if err := w.systemGate(s, "CreateUser"); err != nil {
-			return err
-		}
-	} else if err := w.admin(ctx, "CreateUser"); err != nil {
+	if err := w.MayCreateUser(ctx); err != nil {
 		return err
 	}
 	return w.inner.CreateUser(ctx, u)
+}
+
+// MayCreateUser is CreateUser's check alone, for a caller with costly
+// work to do before the write (hashing the password). A service key is
+// refused with 401 whatever its grants, as the reference refuses keys for
+// account creation: a leaked key must not be able to make itself a
+// password that outlives the key's revocation.
+func (w *Store) MayCreateUser(ctx context.Context) error {
+	s := SubjectFrom(ctx)
+	switch {
+	case s != nil && s.Kind == KindSystem:
+		return w.systemGate(s, "CreateUser")
+	case s != nil && s.Kind == KindServicePrincipal:
+		return errkind.New(errkind.Unauthenticated, "A service key cannot create user accounts; sign in as an administrator.")
+	}
+	return w.admin(ctx, "CreateUser")
 }
 
 func (w *Store) GetUser(ctx context.Context, id string) (store.User, error) {

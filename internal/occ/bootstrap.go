@@ -54,7 +54,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (created boo
 	if err != nil {
 		return false, err
 	}
-	hash, err := authn.HashPassword(password)
+	hash, err := authn.HashPassword(ctx, password)
 	if err != nil {
 		return false, fmt.Errorf("bootstrap administrator password: %w", err)
 	}

@@ -31,6 +31,7 @@ import (
 type authorizer interface {
 	Authorize(ctx context.Context, action store.Action, res authz.Resource) error
 	Decide(ctx context.Context, action store.Action, res authz.Resource) (authz.Decision, error)
+	MayCreateUser(ctx context.Context) error
 }
 
 // AuthorizingStore is the store the Service works on: the authorization

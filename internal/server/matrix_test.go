@@ -106,6 +106,10 @@ type matrixRoute struct {
 	restricted int
 	// nsKey is the status for a key limited to another Namespace.
 	nsKey int
+	// keyNoGrant, when not zero, is the status for a key of a principal
+	// without grants sent with an admin cookie, where it differs from
+	// noGrant (a route no key may call answers 401 to every key).
+	keyNoGrant int
 	// build returns the request path and body; it may create fixtures.
 	build func(f *fixture) (path string, body any)
 	// agent, for the routes of one Agent (and the Agent list), says what
@@ -256,9 +260,14 @@ func matrixRoutes() map[string]matrixRoute {
 				return "/namespaces/" + f.ns1 + "/configurations/" + f.configuration(), nil
 			}},
 
-		"POST /iam/users": admin(201, func(f *fixture) (string, any) {
-			return "/iam/users", map[string]string{"email": fmt.Sprintf("u%d@example.com", f.seq()), "password": testPassword}
-		}),
+		// No key may create accounts (401), as in the reference.
+		"POST /iam/users": func() matrixRoute {
+			m := admin(201, func(f *fixture) (string, any) {
+				return "/iam/users", map[string]string{"email": fmt.Sprintf("u%d@example.com", f.seq()), "password": testPassword}
+			})
+			m.nsKey, m.keyNoGrant = 401, 401
+			return m
+		}(),
 		"POST /iam/users/{userId}/revoke-credentials": admin(200, func(f *fixture) (string, any) {
 			if f.revokeTarget == "" {
 				var u idOnly
@@ -418,6 +427,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 					e.srv = saved
 					got["expired key"] = code
 				}
+				keyNoGrant := m.noGrant
+				if m.keyNoGrant != 0 {
+					keyNoGrant = m.keyNoGrant
+				}
 				want := map[string]int{
 					"anonymous":                               unauth,
 					"session without grant":                   m.noGrant,
@@ -425,7 +438,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 					"namespace key used on another namespace": m.nsKey,
 					"revoked key":                             unauth,
 					"expired key":                             unauth,
-					"key of principal without grants + admin cookie": m.noGrant,
+					"key of principal without grants + admin cookie": keyNoGrant,
 					"revoked key + admin cookie":                     unauth,
 				}
 				if m.perm != nil {
