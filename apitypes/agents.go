@@ -62,7 +62,9 @@ type CreateAgentRequest struct {
 	InitialWorkspaceFiles json.RawMessage `json:"initialWorkspaceFiles,omitempty"`
 	// WorkspaceDefaultsID, when set, must equal the ID answered by GET
 	// /workspace-defaults: the defaults the client based its files on.
-	WorkspaceDefaultsID string `json:"workspaceDefaultsId,omitempty"`
+	// Absent (nil) skips the check; present, even empty, it must be 64
+	// lowercase hex characters.
+	WorkspaceDefaultsID *string `json:"workspaceDefaultsId,omitempty"`
 }
 
 // PatchAgentRequest is the body of PATCH /namespaces/{ns}/agents/{agentId}.

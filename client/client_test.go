@@ -145,7 +145,7 @@ func TestOperatorFlow(t *testing.T) {
 		t.Fatalf("WorkspaceDefaults = %+v, %v", defs, err)
 	}
 	ag, err := c.CreateAgent(ctx, ns.ID, apitypes.CreateAgentRequest{Name: "a1", ConfigurationID: cfg.ID,
-		InitialWorkspaceFiles: []byte(`{"SOUL.md":"calm"}`), WorkspaceDefaultsID: defs.ID})
+		InitialWorkspaceFiles: []byte(`{"SOUL.md":"calm"}`), WorkspaceDefaultsID: &defs.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

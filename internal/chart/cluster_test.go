@@ -1159,7 +1159,7 @@ func TestDeployWithWorkerToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	ag, err := c.CreateAgent(ctx, ns.ID, apitypes.CreateAgentRequest{Name: "a1", ConfigurationID: cfg.ID,
-		InitialWorkspaceFiles: []byte(`{"SOUL.md":"Calm and brief.\n"}`), WorkspaceDefaultsID: defs.ID})
+		InitialWorkspaceFiles: []byte(`{"SOUL.md":"Calm and brief.\n"}`), WorkspaceDefaultsID: &defs.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,7 +213,7 @@ against. Create does not deploy: run "occ agent deploy NAME --wait".`,
 			if err != nil {
 				return apiError(err)
 			}
-			in.WorkspaceDefaultsID = defs.ID
+			in.WorkspaceDefaultsID = &defs.ID
 			ns, err := cn.namespaceID(ctx)
 			if err != nil {
 				return err

@@ -27,7 +27,8 @@ type AgentInput struct {
 	Name                  string
 	ConfigurationID       string
 	InitialWorkspaceFiles json.RawMessage
-	WorkspaceDefaultsID   string
+	// WorkspaceDefaultsID is nil when the field was absent.
+	WorkspaceDefaultsID *string
 }
 
 func resAgent(a store.Agent) store.AuditResource {
@@ -35,12 +36,13 @@ func resAgent(a store.Agent) store.AuditResource {
 }
 
 // requireAccepting refuses new resources in a Namespace that is failed or
-// being deleted.
+// being deleted, with 409 RESOURCE_CONFLICT as the reference does
+// (NAMESPACE_NOT_READY is deploy's answer for a Namespace not ready yet).
 func requireAccepting(ns store.Namespace) error {
 	if ns.Status == store.NamespaceProvisioning || ns.Status == store.NamespaceReady {
 		return nil
 	}
-	return errkind.WithCode(errkind.Conflict, errkind.CodeNamespaceNotReady, "The Namespace is not accepting new resources.")
+	return errkind.New(errkind.Conflict, "The Namespace is not accepting new resources.")
 }
 
 // CreateAgent creates an active, stopped Agent with no revision. When
@@ -59,8 +61,10 @@ func (s *Service) CreateAgent(ctx context.Context, namespaceID string, in AgentI
 	if err != nil {
 		return store.Agent{}, err
 	}
-	if in.WorkspaceDefaultsID != "" {
-		if err := workspace.ValidateDefaultsID(in.WorkspaceDefaultsID); err != nil {
+	defaultsID := ""
+	if in.WorkspaceDefaultsID != nil {
+		defaultsID = *in.WorkspaceDefaultsID
+		if err := workspace.ValidateDefaultsID(defaultsID); err != nil {
 			return store.Agent{}, err
 		}
 	}
@@ -70,7 +74,7 @@ func (s *Service) CreateAgent(ctx context.Context, namespaceID string, in AgentI
 	var setup *store.WorkspaceSetup
 	if len(files) > 0 {
 		setup = &store.WorkspaceSetup{ID: ids.New(ids.WorkspaceSetup), NamespaceID: namespaceID, AgentID: a.ID,
-			DefaultsID: in.WorkspaceDefaultsID, Files: files}
+			DefaultsID: defaultsID, Files: files}
 	}
 	err = s.store.InTx(ctx, func(tx store.Store) error {
 		ns, err := tx.GetNamespace(ctx, namespaceID)
@@ -88,8 +92,8 @@ func (s *Service) CreateAgent(ctx context.Context, namespaceID string, in AgentI
 		if _, err := tx.GetConfiguration(ctx, namespaceID, in.ConfigurationID); err != nil {
 			return err
 		}
-		if in.WorkspaceDefaultsID != "" {
-			if err := workspace.CheckDefaultsID(in.WorkspaceDefaultsID); err != nil {
+		if in.WorkspaceDefaultsID != nil {
+			if err := workspace.CheckDefaultsID(defaultsID); err != nil {
 				return err
 			}
 		}

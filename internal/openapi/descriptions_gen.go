@@ -74,7 +74,7 @@ var descriptions = map[string]string{
 	"CreateAgentRequest.configurationId":         "ConfigurationID names a Configuration of the same Namespace.",
 	"CreateAgentRequest.initialWorkspaceFiles":   "InitialWorkspaceFiles optionally maps workspace file names (AGENTS.md, SOUL.md, IDENTITY.md, USER.md) to their initial content, staged once for the first deployment and never returned. It is kept raw because its strings are checked exactly as sent.",
 	"CreateAgentRequest.name":                    "Name must be unique in the Namespace.",
-	"CreateAgentRequest.workspaceDefaultsId":     "WorkspaceDefaultsID, when set, must equal the ID answered by GET /workspace-defaults: the defaults the client based its files on.",
+	"CreateAgentRequest.workspaceDefaultsId":     "WorkspaceDefaultsID, when set, must equal the ID answered by GET /workspace-defaults: the defaults the client based its files on. Absent (nil) skips the check; present, even empty, it must be 64 lowercase hex characters.",
 	"CreateConfigurationRequest":                 "CreateConfigurationRequest is the body of POST /namespaces/{ns}/configurations.",
 	"CreateConfigurationRequest.document":        "Document is the native OpenClaw configuration (a JSON object).",
 	"CreateConfigurationRequest.kind":            "Kind must be ConfigurationKindAgent.",

@@ -332,6 +332,7 @@ func TestDeployErrors(t *testing.T) {
 		{"empty map means no setup", map[string]any{"name": "x8", "configurationId": e.cfg, "initialWorkspaceFiles": map[string]string{}}, 201, ""},
 		{"file at 16 KiB", map[string]any{"name": "x9", "configurationId": e.cfg, "initialWorkspaceFiles": map[string]string{"SOUL.md": stringOf('a', 16384)}}, 201, ""},
 		{"name taken", map[string]any{"name": "x8", "configurationId": e.cfg}, 409, "RESOURCE_CONFLICT"},
+		{"empty defaults id", map[string]any{"name": "x10", "configurationId": e.cfg, "workspaceDefaultsId": ""}, 400, "INVALID_REQUEST"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,6 +345,14 @@ func TestDeployErrors(t *testing.T) {
 				t.Fatalf("status %d code %q, want %d %q (%+v)", code, got, tc.want, tc.code, env.Error)
 			}
 		})
+	}
+	// A Namespace being deleted accepts no new Agent: 409 RESOURCE_CONFLICT,
+	// as in the reference (NAMESPACE_NOT_READY is deploy's answer).
+	var gone idOnly
+	e.must("POST", "/namespaces", map[string]string{"name": "going"}, e.admin, 201, &gone)
+	e.must("DELETE", "/namespaces/"+gone.ID, nil, e.admin, 202, nil)
+	if code, env, _ := e.do("POST", "/namespaces/"+gone.ID+"/agents", map[string]any{"name": "late", "configurationId": e.cfg}, e.admin); code != 409 || env.Error.Code != "RESOURCE_CONFLICT" {
+		t.Fatalf("create in a deleting namespace: %d %+v, want 409 RESOURCE_CONFLICT", code, env.Error)
 	}
 	// The Agent response never carries the files.
 	var raw json.RawMessage
