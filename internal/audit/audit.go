@@ -131,6 +131,21 @@ func (r *Recorder) Record(ctx context.Context, st store.Store, e store.AuditEven
 	return err
 }
 
+// afterTimeout bounds RecordAfter's write.
+const afterTimeout = 5 * time.Second
+
+// RecordAfter records e outside any transaction, for something that has
+// already happened (a denial, a sign-in throttle): the write does not stop
+// when ctx is cancelled, since a client that hangs up right after its
+// request was judged must not erase the record of it (a brute-force client
+// could otherwise leave no lockout behind). It is bounded by afterTimeout
+// instead, and keeps ctx's values (the request id in the log line).
+func (r *Recorder) RecordAfter(ctx context.Context, e store.AuditEvent) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTimeout)
+	defer cancel()
+	return r.Record(ctx, nil, e)
+}
+
 // Mutation records a successful change by the subject in ctx, inside the
 // change's transaction tx.
 func (r *Recorder) Mutation(ctx context.Context, tx store.Store, action string, res store.AuditResource, details map[string]string) error {
@@ -199,7 +214,7 @@ func (r *Recorder) Denial(ctx context.Context, s *authz.Subject, action store.Ac
 }
 
 func (r *Recorder) writeDenial(ctx context.Context, e store.AuditEvent) {
-	if err := r.Record(ctx, nil, e); err != nil {
+	if err := r.RecordAfter(ctx, e); err != nil {
 		r.logger.ErrorContext(ctx, "audit: could not record authorization denial", "error", err, "action", e.Action)
 	}
 }

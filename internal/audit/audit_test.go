@@ -22,6 +22,9 @@ type recordingStore struct {
 }
 
 func (r *recordingStore) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
+	if err := ctx.Err(); err != nil {
+		return err // as a real store's query would
+	}
 	r.events = append(r.events, e)
 	r.subjects = append(r.subjects, authz.SubjectFrom(ctx).ID)
 	return nil
@@ -75,4 +78,37 @@ func TestDenialsWaitForFlush(t *testing.T) {
 	if len(st.events) != 1 {
 		t.Fatal("Flush wrote the same denial twice")
 	}
+}
+
+// TestDenialOutlivesTheClient: a client that hangs up once its request was
+// judged (its context cancelled) still leaves the denial on record, written
+// with a deadline of its own.
+func TestDenialOutlivesTheClient(t *testing.T) {
+	st := &deadlineStore{}
+	r := NewRecorder(st, nil, nil, nil)
+	s := &authz.Subject{ID: "usr_3", Kind: authz.KindUser, Credential: "session"}
+	ctx, cancel := context.WithCancel(WithDenialBuffer(context.Background()))
+	r.Denial(ctx, s, store.ActionRead, authz.NamespaceResource("ns_1"), authz.Decision{})
+	cancel()
+	r.Flush(ctx)
+	if len(st.events) != 1 || st.events[0].ReasonCode != "NO_GRANT" {
+		t.Fatalf("events after the client left = %+v, want the one denial", st.events)
+	}
+	if st.left <= 0 || st.left > afterTimeout {
+		t.Errorf("written with %v left before its deadline, want (0, %v]", st.left, afterTimeout)
+	}
+}
+
+// deadlineStore is a recordingStore that also notes the time left before
+// the append's deadline.
+type deadlineStore struct {
+	recordingStore
+	left time.Duration
+}
+
+func (d *deadlineStore) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
+	if dl, ok := ctx.Deadline(); ok {
+		d.left = time.Until(dl)
+	}
+	return d.recordingStore.AppendAuditEvent(ctx, e)
 }

@@ -228,7 +228,7 @@ func auditThrottle(ctx context.Context, rec *audit.Recorder, log *slog.Logger, e
 	if ev.UserID != "" {
 		details["subjectId"] = ev.UserID
 	}
-	err := rec.Record(ctx, nil, store.AuditEvent{
+	err := rec.RecordAfter(ctx, store.AuditEvent{
 		Kind: store.AuditAccess, Action: action, Outcome: store.OutcomeDenied, ReasonCode: reason, Details: details,
 	})
 	if err != nil {

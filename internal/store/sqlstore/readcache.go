@@ -293,7 +293,12 @@ func (w *sqliteWatch) snapshot(ctx context.Context) (dbSnapshot, bool) {
 	}
 	var v uint64
 	if err := w.stmt.QueryRowContext(ctx).Scan(&v); err != nil {
-		w.reset()
+		// A caller that gave up says nothing about the connection: keep
+		// it and its generation, or any client that hangs up would empty
+		// the cache for everyone (and make the next read reopen it).
+		if ctx.Err() == nil {
+			w.reset()
+		}
 		return dbSnapshot{}, false
 	}
 	gen := strconv.FormatUint(w.gen, 10)

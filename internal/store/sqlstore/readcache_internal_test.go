@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -173,6 +174,15 @@ func TestSQLiteWatchGenerations(t *testing.T) {
 	}
 	if again, _ := w.snapshot(ctx); again.text != first.text {
 		t.Fatalf("snapshot changed with no commit: %q then %q", first.text, again.text)
+	}
+	// A caller that gave up gets no snapshot and changes nothing.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, ok := w.snapshot(gone); ok {
+		t.Fatal("a cancelled caller got a snapshot")
+	}
+	if again, _ := w.snapshot(ctx); again.text != first.text {
+		t.Fatalf("after a cancelled caller the snapshot is %q, was %q: want the same generation", again.text, first.text)
 	}
 	w.mu.Lock()
 	w.reset() // as after an error
