@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -104,5 +105,51 @@ func TestGracefulDrainUnderLoad(t *testing.T) {
 	defer cancel()
 	if err := srv.Config.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown after the drain: %v", err)
+	}
+}
+
+// TestStopServingEndsWhatOutlivesTheTimeout: a request still running when
+// the shutdown timeout ends has its context cancelled, and stopServing
+// returns only once it has returned (the store it uses closes after), or
+// after the grace; the error says the shutdown was not graceful.
+func TestStopServingEndsWhatOutlivesTheTimeout(t *testing.T) {
+	hctx, cancelHandlers := context.WithCancel(context.Background())
+	defer cancelHandlers()
+	var returned atomic.Bool
+	entered := make(chan struct{})
+	d := &drainer{}
+	srv := httptest.NewUnstartedServer(d.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(3 * time.Second):
+			return // never cancelled: the failure below says so
+		}
+		time.Sleep(100 * time.Millisecond) // recording an outcome, say
+		returned.Store(true)
+	})))
+	srv.Config.BaseContext = func(net.Listener) context.Context { return hctx }
+	srv.Start()
+	defer srv.Close()
+	go func() {
+		if resp, err := http.Get(srv.URL + "/stuck"); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not start")
+	}
+	start := time.Now()
+	err := stopServing(srv.Config, d, cancelHandlers, 200*time.Millisecond, 10*time.Second)
+	if err == nil {
+		t.Error("stopServing = nil with a request past the timeout; want the Shutdown error")
+	}
+	if !returned.Load() {
+		t.Errorf("stopServing returned after %v with the request still running", time.Since(start))
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("stopServing took %v; the cancelled request returned within 0.1 s of its cancellation", took)
 	}
 }

@@ -380,6 +380,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	// Handlers run on a context of their own: the signal that cancels ctx
+	// starts a graceful drain, in which they finish; they are cancelled
+	// only if the drain runs out of time (stopServing).
+	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -387,7 +392,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		BaseContext:       func(net.Listener) context.Context { return hctx },
 	}
 	if certs != nil {
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
@@ -423,21 +428,43 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-	defer cancel()
-	// First drain: new requests answer 503 (readiness too, so load
-	// balancers stop sending) while in-flight ones finish; then close the
-	// listener and the idle connections.
-	srv.drain.start()
-	srv.drain.wait(sctx)
-	if err := hs.Shutdown(sctx); err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
+	if err := stopServing(hs, srv.drain, cancelHandlers, cfg.ShutdownTimeout, abandonGrace); err != nil {
+		return err
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// abandonGrace is how long stopServing waits for handlers it cancelled:
+// longer than the 5 s a workspace file write has to record its outcome on
+// a context of its own, so the record is not cut off by the store closing.
+const abandonGrace = 6 * time.Second
+
+// stopServing drains hs: new requests answer 503 (readiness too, so load
+// balancers stop sending) while in-flight ones finish, then the listener
+// and idle connections close, all within timeout. Requests still running
+// then are cancelled (cancelHandlers ends the contexts hs gave them), their
+// connections closed, and waited for up to grace more, so that the
+// teardown after Run (worker, gateway pool, driver, store) does not pull
+// what they use from under them. It returns Shutdown's error, if any.
+func stopServing(hs *http.Server, d *drainer, cancelHandlers context.CancelFunc, timeout, grace time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	d.start()
+	d.wait(sctx)
+	err := hs.Shutdown(sctx)
+	if err == nil {
+		return nil
+	}
+	cancelHandlers()
+	_ = hs.Close()
+	gctx, gcancel := context.WithTimeout(context.Background(), grace)
+	defer gcancel()
+	d.wait(gctx)
+	return fmt.Errorf("graceful shutdown: %w", err)
 }
 
 // warnExposedFiles logs a warning for each SQLite database file that
