@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -235,8 +236,25 @@ against. Create does not deploy: run "occ agent deploy NAME --wait".`,
 	return cmd
 }
 
-// readPersonaDir reads the persona files present in dir.
+// readPersonaDir reads the persona files present in dir. dir itself must
+// be a directory occ can read: a missing file is skipped below, so
+// without this check a mistyped path would read as a directory that holds
+// none of the files.
 func readPersonaDir(dir string) (map[string]string, error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, usageError(fmt.Errorf("the --files directory %s does not exist", dir))
+	case err != nil:
+		// The *PathError would repeat dir; keep only its cause.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, usageError(fmt.Errorf("cannot read the --files directory %s: %w", dir, err))
+	case !fi.IsDir():
+		return nil, usageError(fmt.Errorf("--files %s is not a directory", dir))
+	}
 	files := map[string]string{}
 	for _, name := range personaFiles {
 		b, err := readInput(deps{}, filepath.Join(dir, name), name, "; an initial file holds at most 16,384")

@@ -29,7 +29,6 @@ var auditCols = []column[apitypes.AuditEvent]{
 func newAuditCmd(d deps) *cobra.Command {
 	f := &clientFlags{}
 	cmd := groupCmd(d, "audit", "Read the audit log (administrators)", "  occ audit list --since 1h\n  occ audit list --follow\n  occ audit verify --data-dir ./.occ")
-	addClientFlags(cmd, f, true)
 	var (
 		q            apitypes.AuditQuery
 		kind         string
@@ -90,6 +89,10 @@ every --interval, until Ctrl-C.`,
 			return nil
 		}),
 	}
+	// Only list calls the API. verify and export read the database
+	// directly and take the server's flags instead: on the group, the
+	// client flags would be accepted there and silently ignored.
+	addClientFlags(list, f, true)
 	fl := list.Flags()
 	fl.StringVar(&kind, "resource-kind", "", "only events on resources of this kind (agent, namespace, …)")
 	fl.StringVar(&q.ResourceID, "resource", "", "only events on this resource id")

@@ -39,6 +39,7 @@ type harness struct {
 	gotCfg        *config.Config
 	gotURL        string
 	gotDir        string
+	stdin         io.Reader // nil: none
 	stdout, stder bytes.Buffer
 }
 
@@ -56,6 +57,7 @@ func (h *harness) run(t *testing.T, args ...string) int {
 			}
 			return &h.store, nil
 		},
+		stdin:  h.stdin,
 		stdout: &h.stdout,
 		stderr: &h.stder,
 		getenv: func(k string) string { return h.env[k] },

@@ -77,15 +77,31 @@ func connect(d deps, f *clientFlags) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, cur, err := cfg.Resolve(f.context)
+	name, cur, err := resolveContext(cfg, f.context)
 	if err != nil {
-		return nil, authError(err)
+		return nil, err
 	}
 	c, err := newClient(cur.Server, cur.Credential)
 	if err != nil {
 		return nil, runtimeError(err)
 	}
 	return &conn{d: d, flags: f, cfgDir: dir, cfg: cfg, name: name, current: cur, c: c, out: p}, nil
+}
+
+// resolveContext returns the context called name, or the current one
+// when name is empty, with the exit code of the failure's class: no
+// current context means not logged in (4); a name with no saved context is
+// an unknown name (3), as in `occ context use`.
+func resolveContext(cfg clientconfig.Config, name string) (string, clientconfig.Context, error) {
+	n, cur, err := cfg.Resolve(name)
+	switch {
+	case errors.Is(err, clientconfig.ErrNoContext):
+		return "", clientconfig.Context{}, authError(err)
+	case err != nil:
+		// Resolve's only other failure: no context has that name.
+		return "", clientconfig.Context{}, &exitError{code: exitNotFound, err: err}
+	}
+	return n, cur, nil
 }
 
 // newClient builds a client for server with a saved credential. A

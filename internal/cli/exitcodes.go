@@ -76,7 +76,19 @@ func codeForAPIError(e *client.Error) int {
 	return exitRuntime
 }
 
+// describeAPIError is the API's message with a hint for a 401: on any
+// command but login, it means the saved credential no longer works.
 func describeAPIError(e *client.Error) string {
+	s := apiMessage(e)
+	if e.Status == 401 {
+		s += "\nYour session or key is not valid (expired, revoked or wrong): run `occ login` again."
+	}
+	return s
+}
+
+// apiMessage is the API's own words: message, details, code and request
+// id.
+func apiMessage(e *client.Error) string {
 	var b strings.Builder
 	b.WriteString(e.Message)
 	if len(e.Details) > 0 {
@@ -91,9 +103,6 @@ func describeAPIError(e *client.Error) string {
 		fmt.Fprintf(&b, ", request %s", e.RequestID)
 	}
 	b.WriteString("]")
-	if e.Status == 401 {
-		b.WriteString("\nYour session or key is not valid (expired, revoked or wrong): run `occ login` again.")
-	}
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -84,8 +85,8 @@ file since.`,
 			}
 			switch {
 			case outFile != "":
-				if err := os.WriteFile(outFile, []byte(file.Content), 0o600); err != nil {
-					return runtimeError(err)
+				if err := writeFilePrivate(outFile, file.Content); err != nil {
+					return runtimeError(fmt.Errorf("saving %s to %s: %w", file.Name, outFile, err))
 				}
 				cn.info("%s saved to %s (hash %s)", file.Name, outFile, file.Hash)
 				return nil
@@ -99,6 +100,49 @@ file since.`,
 	}
 	cmd.Flags().StringVarP(&outFile, "out", "o", "", "write the content to this file instead of standard output")
 	return cmd
+}
+
+// writeFilePrivate writes content to path as a new file of mode 0600.
+// os.WriteFile would truncate an existing file in place: it keeps that
+// file's mode (a 0644 file stays readable by others) and leaves it cut
+// short if the write fails. Instead the content goes to a temporary file,
+// created 0600 in path's directory so that the rename stays on one file
+// system, which then replaces path whole: path ends up either as it was
+// or with the full content, never partly written.
+//
+// A path that names something other than a regular file (a device such as
+// /dev/stdout, a directory, a symbolic link) is refused: the rename would
+// replace it rather than write through it.
+func writeFilePrivate(path, content string) (err error) {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file; name a new or regular file (without -o the content goes to stdout)", path)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	// CreateTemp already makes the file 0600; Chmod says so explicitly,
+	// whatever the umask or a later change to CreateTemp.
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(tmp, content); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func newFilesPutCmd(d deps, f *clientFlags) *cobra.Command {
@@ -256,10 +300,15 @@ func proxyFailure(ce *client.Error) bool {
 }
 
 // notSent reports whether a transport error happened before the request
-// could reach the server (no connection), so nothing was written.
+// could reach the server, so nothing was written: no connection (a dial
+// error), or a TLS handshake in which occ refused the server's
+// certificate. The client checks the certificate before it sends a byte
+// of the request, so a refused certificate is as final as a refused
+// connection and needs no read-back.
 func notSent(err error) bool {
 	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
+	var ve *tls.CertificateVerificationError
+	return (errors.As(err, &oe) && oe.Op == "dial") || errors.As(err, &ve)
 }
 
 func newFilesEditCmd(d deps, f *clientFlags) *cobra.Command {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,6 +157,27 @@ func TestPutFileOutcomes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the server's TLS certificate refused: nothing written", func(t *testing.T) {
+		// The server's certificate is its own, which the client (system
+		// roots) does not trust: the handshake fails before the request
+		// goes out, so there is nothing to read back.
+		var puts, gets atomic.Int32
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodPut:
+				puts.Add(1)
+			case http.MethodGet:
+				gets.Add(1)
+			}
+		}))
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake, logged by the server
+		srv.StartTLS()
+		defer srv.Close()
+		got := result{Exit: putOnce(t, context.Background(), srv.URL, content), Puts: int(puts.Load()), Gets: int(gets.Load())}
+		if diff := cmp.Diff(result{Exit: exitUnreachable}, got); diff != "" {
+			t.Errorf("occ files put (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("connection refused: nothing written", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		url := srv.URL

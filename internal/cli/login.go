@@ -83,7 +83,7 @@ against the server. URL must be the server's public origin.`,
 				}
 				s, err := c.Session(ctx)
 				if err != nil {
-					return apiError(err)
+					return loginError(err, "The key in "+keyFile+" was not accepted (expired, revoked or wrong).")
 				}
 				cred.SubjectID = s.Subject.ID
 			}
@@ -186,7 +186,7 @@ func signIn(ctx context.Context, server, email, password string) (clientconfig.C
 	}
 	s, err := c.SignIn(ctx, email, password)
 	if err != nil {
-		return clientconfig.Credential{}, apiError(err)
+		return clientconfig.Credential{}, loginError(err, "The email or password was not accepted: check them and run `occ login` again.")
 	}
 	for _, ck := range jar.Cookies(u) {
 		// occ_session, or __Host-occ_session on https.
@@ -197,6 +197,18 @@ func signIn(ctx context.Context, server, email, password string) (clientconfig.C
 	}
 	return clientconfig.Credential{}, runtimeError(errors.New("the server signed you in but set no session cookie " +
 		"for this URL: is URL the server's public origin?"))
+}
+
+// loginError is apiError for the calls of `occ login`, with hint in place
+// of the usual one for a 401: that one says the saved credential stopped
+// working, but during login nothing saved is involved, and what the
+// server refused is the email and password or the key just given.
+func loginError(err error, hint string) error {
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Status == 401 {
+		return authError(errors.New(apiMessage(ce) + "\n" + hint))
+	}
+	return apiError(err)
 }
 
 func sessionEmail(s apitypes.Session, fallback string) string {
@@ -222,9 +234,9 @@ server; a service key stays valid (revoke it with "occ key revoke").`,
 			if err != nil {
 				return err
 			}
-			name, cur, err := cfg.Resolve(ctxName)
+			name, cur, err := resolveContext(cfg, ctxName)
 			if err != nil {
-				return authError(err)
+				return err
 			}
 			if cur.Credential.Kind == clientconfig.KindSession {
 				if c, err := newClient(cur.Server, cur.Credential); err == nil {
