@@ -1,12 +1,13 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,8 +371,12 @@ func TestConfigAccepted(t *testing.T) {
 	}
 }
 
-// TestValuesDocumented checks that docs/install-kubernetes.md names every
-// value of values.yaml by its full dotted key.
+// TestValuesDocumented checks that docs/install-kubernetes.md has a row
+// for every value of values.yaml, by its full dotted key, in the Values
+// table: a row | `key` | under that table's header and delimiter rows.
+// Every table of the document must have its header and delimiter rows, so
+// a paragraph between two rows, which leaves the rows after it rendered
+// as text, fails.
 func TestValuesDocumented(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
 	if err != nil {
@@ -407,15 +412,88 @@ func TestValuesDocumented(t *testing.T) {
 	if len(keys) < 40 {
 		t.Fatalf("found only %d keys in values.yaml; the walk is broken", len(keys))
 	}
+	isKey := map[string]bool{}
+	for _, k := range keys {
+		isKey[k] = true
+	}
+	documented := map[string]bool{}
+	for _, tbl := range markdownTables(string(doc)) {
+		if !tbl.headed {
+			// Markdown renders such rows as one paragraph of text.
+			t.Errorf("docs/install-kubernetes.md:%d: table rows without a header and delimiter row before them (a paragraph between rows of one table?): %s", tbl.line, tbl.header)
+			continue
+		}
+		for i, row := range tbl.rows {
+			key, ok := strings.CutPrefix(row, "| `")
+			if !ok {
+				continue
+			}
+			key, _, ok = strings.Cut(key, "` |")
+			if !ok || !isKey[key] {
+				continue
+			}
+			if tbl.header != valuesHeader {
+				t.Errorf("docs/install-kubernetes.md:%d: value `%s` is a row of a table headed %q, not of the Values table (%q)", tbl.line+2+i, key, tbl.header, valuesHeader)
+				continue
+			}
+			documented[key] = true
+		}
+	}
 	var missing []string
 	for _, k := range keys {
-		if !bytes.Contains(doc, []byte("`"+k+"`")) {
+		if !documented[k] {
 			missing = append(missing, k)
 		}
 	}
+	slices.Sort(missing)
 	if len(missing) > 0 {
-		t.Errorf("docs/install-kubernetes.md does not name these values (as `key`): %s", strings.Join(missing, ", "))
+		t.Errorf("docs/install-kubernetes.md has no row | `key` | of the Values table (%s) for these values: %s", valuesHeader, strings.Join(missing, ", "))
 	}
+}
+
+// valuesHeader is the header row of the Values table of
+// docs/install-kubernetes.md.
+const valuesHeader = "| Value | Default | Meaning |"
+
+// mdTable is one run of consecutive lines of a Markdown document that
+// start with "|", outside code blocks.
+type mdTable struct {
+	line   int    // the first line's number, from 1
+	header string // the first line
+	headed bool   // the second line is a delimiter row, so the first is a header
+	rows   []string
+}
+
+var mdDelimiterRow = regexp.MustCompile(`^\|(\s*:?-+:?\s*\|)+$`)
+
+// markdownTables splits doc into its tables. A run of "|" lines that a
+// non-table line interrupts starts again as a table of its own, which
+// needs its own header and delimiter rows.
+func markdownTables(doc string) []mdTable {
+	var tables []mdTable
+	var cur *mdTable
+	fence := false
+	for i, line := range strings.Split(doc, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			fence = !fence
+		}
+		if fence || !strings.HasPrefix(trimmed, "|") {
+			cur = nil
+			continue
+		}
+		if cur == nil {
+			tables = append(tables, mdTable{line: i + 1, header: trimmed})
+			cur = &tables[len(tables)-1]
+			continue
+		}
+		if len(cur.rows) == 0 && !cur.headed && mdDelimiterRow.MatchString(trimmed) {
+			cur.headed = true
+			continue
+		}
+		cur.rows = append(cur.rows, trimmed)
+	}
+	return tables
 }
 
 // leafMaps are the values whose content is free-form.

@@ -1,10 +1,18 @@
 package chart
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 )
 
 // TestNameLengths renders every value set, SQLite with metrics, and
@@ -97,4 +105,198 @@ func TestRoutingNameTruncation(t *testing.T) {
 			t.Errorf("release of %d characters: data-plane NetworkPolicy %q, want the prefix %q and a 12-digit route label", len(tc.release), np, tc.npPrefix)
 		}
 	}
+}
+
+// clusterScopedKinds are the kinds of the chart's cluster-scoped objects.
+var clusterScopedKinds = map[string]bool{
+	"ClusterRole": true, "ClusterRoleBinding": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+}
+
+// TestClusterScopedNames: releases whose namespace and full name read the
+// same once cut to size get different cluster-scoped names (one release
+// would otherwise fail on, or with helm's --take-ownership take over, the
+// other's ClusterRoles and admission policy), and within each release every
+// reference to a cluster-scoped object (the bindings' roleRef and
+// policyName, the bind permission, the admission policy's roleRef check,
+// the driver's tenantAccess.clusterRole) names one the release renders,
+// and every ServiceAccount they name is the release's. Up to 55 characters
+// the stem is "<namespace>-<fullname>" as in earlier chart versions (the
+// tenant ClusterRole's name is in every tenant namespace's RoleBinding,
+// whose roleRef cannot change); past that, 44 of them, "-" and 10 hex
+// digits of sha256("<namespace>/<fullname>").
+func TestClusterScopedNames(t *testing.T) {
+	ns60 := strings.Repeat("n", 60)
+	prefix55 := strings.Repeat("s", 55)
+	groups := []struct {
+		name     string
+		installs [][2]string // release, namespace
+	}{
+		{"two releases in one 60-character namespace", [][2]string{{"alpha", ns60}, {"beta", ns60}}},
+		{"two namespaces sharing 55 characters", [][2]string{{"occ", prefix55 + "-one"}, {"occ", prefix55 + "-two"}}},
+		{"two releases that differ past the cut", [][2]string{{"tenant-gateways-production-europe-west-a", namespace}, {"tenant-gateways-production-europe-west-b", namespace}}},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			owner := map[string]string{} // kind/name -> namespace/release
+			for _, in := range g.installs {
+				rel, ns := in[0], in[1]
+				out, err := renderAs(t, rel, ns, []string{valuesFile("routing-auto-ca")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				names := checkClusterReferences(t, out, rel, ns)
+				if len(names) != 5 {
+					t.Errorf("release %s in %s: cluster-scoped objects %v, want 5", rel, ns, names)
+				}
+				for _, n := range names {
+					if prev, ok := owner[n]; ok {
+						t.Errorf("%s is rendered by both %s and %s/%s", n, prev, ns, rel)
+					}
+					owner[n] = ns + "/" + rel
+				}
+			}
+		})
+	}
+
+	stems := []struct {
+		namespace, stem string
+	}{
+		{namespace, namespace + "-" + release + "-occ"},
+		{strings.Repeat("n", 47), strings.Repeat("n", 47) + "-" + release + "-occ"}, // 55 characters
+		{strings.Repeat("n", 48), strings.Repeat("n", 44) + "-" + kubecfg.HashHex(strings.Repeat("n", 48)+"/"+release+"-occ", 10)},
+		{strings.Repeat("n", 40) + "-abcdefgh", strings.Repeat("n", 40) + "-abc-" + kubecfg.HashHex(strings.Repeat("n", 40)+"-abcdefgh/"+release+"-occ", 10)},
+		// No "-" is left at the cut.
+		{strings.Repeat("n", 43) + "-xxxxxxxx", strings.Repeat("n", 43) + "-" + kubecfg.HashHex(strings.Repeat("n", 43)+"-xxxxxxxx/"+release+"-occ", 10)},
+	}
+	for _, tt := range stems {
+		out, err := renderAs(t, release, tt.namespace, []string{valuesFile("routing-off")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := checkClusterReferences(t, out, release, tt.namespace)
+		var want []string
+		for _, n := range []string{"ClusterRole/%s-worker", "ClusterRoleBinding/%s-worker", "ClusterRole/%s-tenant",
+			"ValidatingAdmissionPolicy/%s-worker-scope", "ValidatingAdmissionPolicyBinding/%s-worker-scope"} {
+			want = append(want, fmt.Sprintf(n, tt.stem))
+		}
+		slices.Sort(names)
+		slices.Sort(want)
+		if diff := cmp.Diff(want, names); diff != "" || len(tt.stem) > 55 {
+			t.Errorf("namespace of %d characters: cluster-scoped objects (-want +got):\n%s", len(tt.namespace), diff)
+		}
+	}
+}
+
+// checkClusterReferences checks that every reference to a cluster-scoped
+// object or a ServiceAccount in the render of release rel in namespace ns
+// resolves within that render, and returns the cluster-scoped objects as
+// kind/name.
+func checkClusterReferences(t *testing.T, manifest, rel, ns string) []string {
+	t.Helper()
+	type doc struct {
+		Kind     string              `json:"kind"`
+		Metadata objectMeta          `json:"metadata"`
+		Spec     map[string]any      `json:"spec"`
+		RoleRef  rbacv1.RoleRef      `json:"roleRef"`
+		Subjects []rbacv1.Subject    `json:"subjects"`
+		Rules    []rbacv1.PolicyRule `json:"rules"`
+	}
+	var docs []doc
+	have := map[string]bool{}
+	var cluster []string
+	for _, raw := range strings.Split(manifest, "\n---\n") {
+		var d doc
+		if err := yaml.Unmarshal([]byte(raw), &d); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, raw)
+		}
+		if d.Kind == "" {
+			continue
+		}
+		docs = append(docs, d)
+		have[d.Kind+"/"+d.Metadata.Name] = true
+		if clusterScopedKinds[d.Kind] {
+			cluster = append(cluster, d.Kind+"/"+d.Metadata.Name)
+		}
+	}
+	where := "release " + rel + " in " + ns
+	ref := func(what, kind, name string) {
+		t.Helper()
+		if !have[kind+"/"+name] {
+			t.Errorf("%s: %s names %s %q, which the release does not render", where, what, kind, name)
+		}
+	}
+	saRef := func(what, name, namespace string) {
+		t.Helper()
+		if namespace != ns {
+			t.Errorf("%s: %s names ServiceAccount %s/%s, outside the release namespace", where, what, namespace, name)
+		}
+		ref(what, "ServiceAccount", name)
+	}
+	roleCheck := regexp.MustCompile(`object\.roleRef\.name == '([^']*)'`)
+	subjectCheck := regexp.MustCompile(`s\.name == '([^']*)' && s\.namespace == '([^']*)'`)
+	userCheck := regexp.MustCompile(`request\.userInfo\.username == "system:serviceaccount:([^:"]*):([^"]*)"`)
+	for _, d := range docs {
+		what := d.Kind + " " + d.Metadata.Name
+		switch d.Kind {
+		case "ClusterRoleBinding":
+			ref(what+" roleRef", d.RoleRef.Kind, d.RoleRef.Name)
+			if len(d.Subjects) == 0 {
+				t.Errorf("%s: %s has no subjects", where, what)
+			}
+			for _, s := range d.Subjects {
+				saRef(what+" subject", s.Name, s.Namespace)
+			}
+		case "ClusterRole":
+			for _, r := range d.Rules {
+				if slices.Contains(r.Resources, "clusterroles") {
+					if len(r.ResourceNames) == 0 {
+						t.Errorf("%s: %s may %v every ClusterRole", where, what, r.Verbs)
+					}
+					for _, n := range r.ResourceNames {
+						ref(what+" "+strings.Join(r.Verbs, ","), "ClusterRole", n)
+					}
+				}
+			}
+		case "ValidatingAdmissionPolicyBinding":
+			policy, _ := d.Spec["policyName"].(string)
+			ref(what+" policyName", "ValidatingAdmissionPolicy", policy)
+		case "ValidatingAdmissionPolicy":
+			spec, err := yaml.Marshal(d.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checks := map[string][][]string{
+				"roleRef check": roleCheck.FindAllStringSubmatch(string(spec), -1),
+				"subject check": subjectCheck.FindAllStringSubmatch(string(spec), -1),
+				"match":         userCheck.FindAllStringSubmatch(string(spec), -1),
+			}
+			for name, found := range checks {
+				if len(found) == 0 {
+					t.Errorf("%s: %s has no %s", where, what, name)
+				}
+			}
+			for _, m := range checks["roleRef check"] {
+				ref(what+" roleRef check", "ClusterRole", m[1])
+			}
+			for _, m := range checks["subject check"] {
+				saRef(what+" subject check", m[1], m[2])
+			}
+			for _, m := range checks["match"] {
+				saRef(what+" match condition", m[2], m[1])
+			}
+		}
+	}
+	fullname := rel + "-occ"
+	if strings.Contains(rel, "occ") {
+		fullname = rel
+	}
+	_, kc := occConfig(t, objects(t, manifest), fullname+"-config")
+	if ta := kc.TenantAccess; ta == nil {
+		t.Errorf("%s: the configuration has no tenantAccess", where)
+	} else {
+		ref("tenantAccess.clusterRole", "ClusterRole", ta.ClusterRole)
+		saRef("tenantAccess", ta.ServiceAccountName, ta.ServiceAccountNamespace)
+	}
+	return cluster
 }

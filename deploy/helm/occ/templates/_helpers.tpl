@@ -13,14 +13,35 @@ the chart tests check that they agree.
 {{- end -}}
 {{- end -}}
 
-{{/* occ.clusterName: a cluster-scoped object's name, unique per release namespace. */}}
+{{/*
+occ.clusterName: the stem of the release's cluster-scoped names, one per release namespace and
+release. "<namespace>-<fullname>" when that is at most 55 characters (the names of earlier chart
+versions, kept so that an upgrade keeps the tenant ClusterRole every tenant namespace's RoleBinding
+names: a RoleBinding's roleRef cannot change). A longer one is cut to 44 characters (without a "-"
+left at the cut), then "-" and the first 10 hex digits of sha256("<namespace>/<fullname>"), 55
+characters at most: the cut alone would leave two releases in a long namespace, or two long
+namespaces with a common start, one name. (Two short ones can still read the same, namespace a-b
+with release c and namespace a with release b-c; helm then refuses the second install, since the
+objects are the first release's.) Every cluster-scoped name, and every reference to one, comes
+from the helpers below.
+*/}}
 {{- define "occ.clusterName" -}}
-{{- printf "%s-%s" .Release.Namespace (include "occ.fullname" .) | trunc 55 | trimSuffix "-" -}}
+{{- $fullname := include "occ.fullname" . -}}
+{{- $readable := printf "%s-%s" .Release.Namespace $fullname -}}
+{{- if le (len $readable) 55 -}}
+{{- $readable -}}
+{{- else -}}
+{{- printf "%s-%s" ($readable | trunc 44 | trimSuffix "-") (printf "%s/%s" .Release.Namespace $fullname | sha256sum | trunc 10) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "occ.apiName" -}}{{ include "occ.fullname" . }}-api{{- end -}}
 {{- define "occ.workerName" -}}{{ include "occ.fullname" . }}-worker{{- end -}}
+
+{{/* The cluster-scoped objects (rbac.yaml, admission-policy.yaml) and their references. */}}
+{{- define "occ.workerClusterRoleName" -}}{{ include "occ.clusterName" . }}-worker{{- end -}}
 {{- define "occ.tenantRoleName" -}}{{ include "occ.clusterName" . }}-tenant{{- end -}}
+{{- define "occ.workerScopePolicyName" -}}{{ include "occ.clusterName" . }}-worker-scope{{- end -}}
 
 {{- define "occ.labels" -}}
 app.kubernetes.io/name: occ
