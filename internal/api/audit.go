@@ -46,7 +46,10 @@ type auditQuery struct {
 }
 
 func parseAuditQuery(r *http.Request) (auditQuery, int, string, error) {
-	q := r.URL.Query()
+	q, err := httpx.Query(r)
+	if err != nil {
+		return auditQuery{}, 0, "", err
+	}
 	var details []errkind.Detail
 	bad := func(name, code string) { details = append(details, errkind.Detail{Path: "/query/" + name, Code: code}) }
 	for _, k := range slices.Sorted(maps.Keys(q)) {

@@ -21,7 +21,11 @@ func pageQuery(w http.ResponseWriter, r *http.Request) (occ.PageQuery, bool) {
 		httpx.WriteError(w, r, err)
 		return occ.PageQuery{}, false
 	}
-	q := r.URL.Query()
+	q, err := httpx.Query(r)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return occ.PageQuery{}, false
+	}
 	var details []errkind.Detail
 	bad := func(name, code string) { details = append(details, errkind.Detail{Path: "/query/" + name, Code: code}) }
 	var out occ.PageQuery

@@ -203,6 +203,34 @@ func NoBody(r *http.Request) error {
 	return errkind.New(errkind.Invalid, "This operation does not accept a request body.")
 }
 
+// Query parses the request's query for a route that takes one. Unlike
+// r.URL.Query, which drops a pair it cannot decode (a ";" in it, a bad
+// "%" escape) and answers as if it had not been sent, a query that does
+// not parse whole is refused with 400, so a mistyped parameter is never
+// silently ignored.
+func Query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, errkind.InvalidDetails("The query is malformed: "+queryProblem(err)+".",
+			errkind.Detail{Path: "/query", Code: errkind.DetailInvalidFormat})
+	}
+	return q, nil
+}
+
+// queryProblem names what url.ParseQuery refused without repeating the
+// query itself (which may be long, or hold what the caller typed by
+// mistake).
+func queryProblem(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return "a bad % escape"
+	}
+	if strings.Contains(err.Error(), "semicolon") {
+		return "a semicolon (use & between parameters)"
+	}
+	return "it does not parse"
+}
+
 // NoQuery refuses any query string (even a bare "?"): operations that take
 // no parameters say so rather than ignore a misspelt one. The message names
 // the first parameter; details list each distinct one, in order, as

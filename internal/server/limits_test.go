@@ -190,6 +190,15 @@ func TestPageSizeLimits(t *testing.T) {
 				t.Errorf("GET %s?limit=%d (-want +got):\n%s", path, tc.limit, diff)
 			}
 		}
+		// A query that does not parse whole is refused, not read as if
+		// the pair it could not decode had not been sent.
+		malformed := limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/query:INVALID_FORMAT"}
+		for _, q := range []string{"limit=5;x=1", "%zz=1", "limit=1&bogus;=2"} {
+			code, env, _ := e.do("GET", path+"?"+q, nil, e.admin)
+			if diff := cmp.Diff(malformed, replyOf(code, env)); diff != "" {
+				t.Errorf("GET %s?%s (-want +got):\n%s", path, q, diff)
+			}
+		}
 	}
 }
 
