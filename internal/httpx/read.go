@@ -75,11 +75,13 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) erro
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return errBodyRequired()
 	}
-	if !isJSON(r.Header) {
-		return errkind.New(errkind.UnsupportedMedia, "Content-Type must be application/json.")
-	}
+	// The declared size is checked first, as the reference does: a body
+	// too large for the route is 413 whatever its type.
 	if r.ContentLength > limit {
 		return errTooLarge(w, limit)
+	}
+	if !isJSON(r.Header) {
+		return errkind.New(errkind.UnsupportedMedia, "Content-Type must be application/json.")
 	}
 	body, err := readBody(w, r, limit)
 	if err != nil {

@@ -309,6 +309,36 @@ func TestReadJSONContentType(t *testing.T) {
 	}
 }
 
+// TestReadJSONSizeBeforeType: a declared size past the limit is 413
+// whatever the Content-Type (the reference checks content-length first);
+// within the limit a wrong type is still 415.
+func TestReadJSONSizeBeforeType(t *testing.T) {
+	tests := []struct {
+		name  string
+		size  int
+		ctype string
+		want  outcome
+	}{
+		{"text/plain past the limit", 1025, "text/plain", outcome{Status: http.StatusRequestEntityTooLarge, Code: errkind.CodePayloadTooLarge}},
+		{"no type past the limit", 1025, "", outcome{Status: http.StatusRequestEntityTooLarge, Code: errkind.CodePayloadTooLarge}},
+		{"text/plain at the limit", 1024, "text/plain", outcome{Status: http.StatusUnsupportedMediaType, Code: errkind.CodeUnsupportedMedia}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := jsonRequest(paddedBody(tt.size))
+			r.Header.Del("Content-Type")
+			if tt.ctype != "" {
+				r.Header.Set("Content-Type", tt.ctype)
+			}
+			var dst target
+			got := outcomeOf(ReadJSON(httptest.NewRecorder(), r, &dst, 1024))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ReadJSON (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // paddedBody returns a valid body for target of exactly n bytes.
 func paddedBody(n int) string {
 	const frame = `{"name":""}`
