@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
+	"unicode/utf16"
 
 	"github.com/openclaw/occ/internal/authn"
 	"github.com/openclaw/occ/internal/authz"
@@ -137,8 +137,17 @@ type ServiceKeyInput struct {
 	ExpiresIn          *int64 // seconds; nil means the default
 }
 
-// maxKeyNameLen is the longest service key name, in characters.
+// maxKeyNameLen is the longest service key name, in UTF-16 code units.
 const maxKeyNameLen = 32
+
+// utf16Len is the length of s in UTF-16 code units.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
 
 // IssuedKey is a new key; Key is shown once (as apitypes.ServiceKey) and
 // never stored.
@@ -157,9 +166,10 @@ type IssuedKey struct {
 // created (the transaction rolls back), because an unaudited credential is
 // worse than a failed request.
 func (s *Service) IssueServiceKey(ctx context.Context, in ServiceKeyInput) (IssuedKey, error) {
-	// Characters, not bytes: a name of 32 non-ASCII characters is within
-	// the limit the message states.
-	if n := utf8.RuneCountInString(in.Name); n < 1 || n > maxKeyNameLen {
+	// Characters as the reference counts them (a JavaScript string's
+	// length, UTF-16 code units), not bytes: 32 accented letters fit, 17
+	// emoji (34 units) do not.
+	if n := utf16Len(in.Name); n < 1 || n > maxKeyNameLen {
 		code := errkind.DetailTooLong
 		if n == 0 {
 			code = errkind.DetailRequired

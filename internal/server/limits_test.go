@@ -98,11 +98,16 @@ func TestFieldLimits(t *testing.T) {
 		{"service principal name of 63", "/iam/service-principals", map[string]string{"name": name("s", 63)}, created},
 		{"service principal name of 64", "/iam/service-principals", map[string]string{"name": name("s", 64)}, tooLong("/name")},
 
-		// Service key names: 1 to 32 characters, counted as characters.
+		// Service key names: 1 to 32 characters, counted in UTF-16 code units.
 		{"key name of 32", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": name("k", 32)}, created},
 		{"key name of 33", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": name("k", 33)}, tooLong("/name")},
 		{"key name of 32 two-byte characters", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": strings.Repeat("é", 32)}, created},
 		{"key name of 33 two-byte characters", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": strings.Repeat("é", 33)}, tooLong("/name")},
+		// Counted in UTF-16 code units, as the reference (JavaScript) does:
+		// an emoji is two.
+		{"key name of 16 emoji (32 units)", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": strings.Repeat("🦞", 16)}, created},
+		{"key name of 17 emoji (34 units)", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": strings.Repeat("🦞", 17)}, tooLong("/name")},
+		{"key name of 31 units and an emoji", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": name("k", 31) + "🦞"}, tooLong("/name")},
 		{"empty key name", "/api/auth/service-keys", map[string]string{"servicePrincipalId": sp.ID, "name": ""},
 			limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/name:REQUIRED"}},
 
