@@ -333,7 +333,8 @@ func (c *Client) runPooled(ctx context.Context, key poolKey, p *prepared, o oper
 			return nil, err
 		}
 		pc := &pconn{p: c.pool, key: key, fp: fp, s: s, hello: hello,
-			turns: make(chan struct{}, c.pool.opts.MaxInFlight), done: make(chan struct{}), pending: map[string]chan frame[filePayload]{}}
+			turns: make(chan struct{}, c.pool.opts.MaxInFlight), writing: make(chan struct{}, 1), done: make(chan struct{}),
+			pending: map[string]chan frame[filePayload]{}}
 		go pc.readLoop()
 		return pc, nil
 	}
@@ -375,7 +376,7 @@ func pooledOp(ctx context.Context, pc *pconn, o operation) (File, error) {
 		setParams{AgentID: NativeAgentID, Name: o.name, Content: o.content, ExpectedHash: strings.ToLower(o.expectedHash)})
 	if err != nil {
 		if !sent {
-			return File{}, unavailable("connection_lost", err)
+			return File{}, unavailable(readReason(ctx, err, "connection_lost"), err)
 		}
 		return File{}, outcomeUnknown(readReason(ctx, err, "connection_lost_after_send"), err)
 	}

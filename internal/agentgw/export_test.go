@@ -19,3 +19,23 @@ func BreakPooled(c *Client) {
 		<-pc.done
 	}
 }
+
+// HoldPooledWrites takes the write turn of every pooled connection, as an
+// operation writing a long frame to a peer that reads slowly would, and
+// returns how to give it back.
+func HoldPooledWrites(c *Client) (release func()) {
+	c.pool.mu.Lock()
+	var conns []*pconn
+	for _, pc := range c.pool.conns {
+		conns = append(conns, pc)
+	}
+	c.pool.mu.Unlock()
+	for _, pc := range conns {
+		pc.writing <- struct{}{}
+	}
+	return func() {
+		for _, pc := range conns {
+			<-pc.writing
+		}
+	}
+}

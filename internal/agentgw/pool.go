@@ -117,15 +117,21 @@ func (p *pool) fingerprint(pr *prepared) [32]byte {
 // pconn is one pooled connection: the session, the hello it was granted,
 // and the read loop that hands answers to the operation waiting for them.
 type pconn struct {
-	p      *pool
-	key    poolKey
-	fp     [32]byte
-	s      *session
-	hello  *helloOK
-	turns  chan struct{} // MaxInFlight slots
-	done   chan struct{} // closed when the read loop ends: the connection is dead
-	pooled bool          // in p.conns (false: one operation's own connection)
-	err    error         // why the read loop ended; read after done is closed
+	p     *pool
+	key   poolKey
+	fp    [32]byte
+	s     *session
+	hello *helloOK
+	turns chan struct{} // MaxInFlight slots
+	// writing is held by the one operation writing a frame. Taking it
+	// before Write, with the operation's context, tells a frame that was
+	// never begun (the deadline passed while others wrote: nothing sent,
+	// a plain failure) from one whose write began (the gateway may have
+	// it: an unknown outcome for a set).
+	writing chan struct{}
+	done    chan struct{} // closed when the read loop ends: the connection is dead
+	pooled  bool          // in p.conns (false: one operation's own connection)
+	err     error         // why the read loop ended; read after done is closed
 
 	mu      sync.Mutex
 	next    uint64
@@ -205,7 +211,16 @@ func (c *pconn) roundTrip(ctx context.Context, method string, params any) (f fra
 		wctx, cancel = context.WithDeadline(wctx, dl)
 		defer cancel()
 	}
-	if err := c.s.conn.Write(wctx, websocket.MessageText, data); err != nil {
+	select {
+	case c.writing <- struct{}{}:
+	case <-ctx.Done():
+		return frame[filePayload]{}, false, ctx.Err()
+	case <-c.done:
+		return frame[filePayload]{}, false, errPooledDead
+	}
+	err = c.s.conn.Write(wctx, websocket.MessageText, data)
+	<-c.writing
+	if err != nil {
 		return frame[filePayload]{}, true, err
 	}
 	select {

@@ -253,6 +253,33 @@ func TestPoolUnknownOutcome(t *testing.T) {
 	}
 }
 
+// TestPoolWriteTurnPastTheDeadline: a set whose deadline passes while it
+// waits for its turn to write on a shared connection (another operation is
+// writing) was never sent: it fails as unavailable, not as an unknown
+// outcome, the gateway sees no frame of it, and the connection carries
+// the next operation.
+func TestPoolWriteTurnPastTheDeadline(t *testing.T) {
+	f, c, target := warmPool(t)
+	frames := f.Frames(methodSet)
+	release := agentgw.HoldPooledWrites(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Set(ctx, target, workspace.SoulMD, "never sent\n", "")
+	release()
+	if diff := cmp.Diff(unavailable("deadline"), outcomeOf(err)); diff != "" {
+		t.Errorf("Set (-want +got):\n%s", diff)
+	}
+	if n := f.Frames(methodSet) - frames; n != 0 {
+		t.Errorf("the gateway received %d set frames, want none", n)
+	}
+	if _, err := c.Set(testCtx(t), target, workspace.SoulMD, "next\n", ""); err != nil {
+		t.Fatalf("Set after: %v", err)
+	}
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
+	}
+}
+
 // TestPoolAnswerOfAnotherShape: on a pooled connection, an answer that is
 // JSON but not a file answer fails that operation as it does on a
 // connection of its own (a get Unavailable, a set OutcomeUnknown), and the
