@@ -60,12 +60,17 @@ type Options struct {
 	// MaxAttempts ends work that keeps failing with a retryable error
 	// (default 200). Pending readiness does not count towards it.
 	MaxAttempts int
+	// StoreTimeout bounds each store call: the queue's own (a claim, a
+	// lease renewal, an outcome) and each of a reconcile's reads and
+	// writes (default 30 s). One that runs out fails like any other store
+	// error: the loop backs off, or the pass is retried.
+	StoreTimeout time.Duration
 	// StuckAfter is how long a loop may go without a step (a claim, a
 	// driver call starting or returning) while it claims or holds an
 	// item before Health reports it stuck (default CallTimeout plus two
-	// minutes: a driver call ends within CallTimeout and the queue's
-	// store calls within storeTimeout, so only code that ignores its
-	// context, or a store read of the reconcile that hangs, gets there).
+	// minutes: a driver call ends within CallTimeout and every store call
+	// within StoreTimeout, so only code that ignores its context gets
+	// there).
 	StuckAfter time.Duration
 	Now        func() time.Time
 	Logger     *slog.Logger
@@ -105,6 +110,9 @@ var tracer = otel.Tracer("github.com/openclaw/occ/internal/worker")
 // Worker processes the work queue.
 type Worker struct {
 	store  store.Store // the authorizing store
+	// rs is store with each call bounded by StoreTimeout, for the
+	// reconcile passes.
+	rs     boundedStore
 	driver compute.Driver
 	o      Options
 	wake   chan struct{} // Wake's signal to Run; one pending at most
@@ -192,6 +200,9 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 200
 	}
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = 30 * time.Second
+	}
 	if o.StuckAfter == 0 {
 		o.StuckAfter = o.CallTimeout + 2*time.Minute
 	}
@@ -201,7 +212,7 @@ func New(st store.Store, d compute.Driver, o Options) *Worker {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	w := &Worker{store: st, driver: d, o: o, wake: make(chan struct{}, 1), poller: make(chan struct{}, 1),
+	w := &Worker{store: st, rs: boundedStore{inner: st, timeout: o.StoreTimeout}, driver: d, o: o, wake: make(chan struct{}, 1), poller: make(chan struct{}, 1),
 		ready: make(chan readyNotice, readyBuffer), noticed: map[string]time.Time{}}
 	w.poller <- struct{}{}
 	if n, ok := d.(compute.ReadyNotifier); ok {
@@ -397,7 +408,7 @@ func (w *Worker) loop(ctx context.Context, b *beat) {
 func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	ctx = systemCtx(ctx)
 	token := newToken()
-	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, w.o.StoreTimeout)
 	item, ok, err := w.store.ClaimWork(cctx, store.Claim{Token: token, Now: w.now(), Lease: w.o.Lease})
 	cancel()
 	if err != nil || !ok {
@@ -444,7 +455,7 @@ func (w *Worker) process(ctx context.Context, item store.WorkItem) {
 			case <-done:
 				return
 			case <-t.C:
-				rctx, rcancel := context.WithTimeout(ctx, storeTimeout)
+				rctx, rcancel := context.WithTimeout(ctx, w.o.StoreTimeout)
 				err := w.store.RenewWork(rctx, item.ID, item.ClaimToken, w.now().Add(w.o.Lease))
 				rcancel()
 				if err != nil {
@@ -535,7 +546,7 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 		}
 		log.Info("worker: stopping; handing the work back", "state", out.state)
 	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, w.o.StoreTimeout)
 	defer cancel()
 	w.step(ctx)
 	now := w.now()
@@ -598,12 +609,6 @@ func (w *Worker) observeEnd(item store.WorkItem, state store.WorkState, now time
 // when the worker stops.
 const releaseTimeout = 5 * time.Second
 
-// storeTimeout bounds the queue's own store calls: a claim, a lease
-// renewal, and recording an item's outcome. A claim or renewal that runs
-// out is an error like any other (the loop backs off; a renewal that
-// fails gives the item up); an outcome that cannot be recorded in time
-// leaves the item to the lease's expiry.
-const storeTimeout = 30 * time.Second
 
 // backoff: readiness is rechecked after Recheck (500 ms) growing to ten
 // times that with the age of the work (age/40); errors back off
@@ -670,7 +675,7 @@ func (w *Worker) reconcile(ctx context.Context, item store.WorkItem) outcome {
 }
 
 func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) outcome {
-	ns, err := w.store.GetNamespace(ctx, item.NamespaceID)
+	ns, err := w.rs.GetNamespace(ctx, item.NamespaceID)
 	if errkind.Is(err, errkind.NotFound) {
 		return cancelled("NAMESPACE_NOT_FOUND", "The Namespace no longer exists.")
 	}
@@ -686,13 +691,13 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 	if err != nil {
 		out := fromDriver(err, "COMPUTE_UNAVAILABLE")
 		if out.state == store.WorkFailedPermanent {
-			if err := w.store.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceFailed, w.now()); err != nil {
+			if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceFailed, w.now()); err != nil {
 				return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 			}
 		}
 		return out
 	}
-	if err := w.store.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); err != nil {
+	if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
 	return succeeded()
@@ -704,7 +709,7 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 // fails the work with the driver's public message; a concurrent change is
 // retried, the driver reading and judging again.
 func (w *Worker) repairNamespace(ctx context.Context, item store.WorkItem) outcome {
-	ns, err := w.store.GetNamespace(ctx, item.NamespaceID)
+	ns, err := w.rs.GetNamespace(ctx, item.NamespaceID)
 	if errkind.Is(err, errkind.NotFound) {
 		return cancelled("NAMESPACE_NOT_FOUND", "The Namespace no longer exists.")
 	}
@@ -735,7 +740,7 @@ func (w *Worker) repairNamespace(ctx context.Context, item store.WorkItem) outco
 }
 
 func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outcome {
-	ns, err := w.store.GetNamespace(ctx, item.NamespaceID)
+	ns, err := w.rs.GetNamespace(ctx, item.NamespaceID)
 	if errkind.Is(err, errkind.NotFound) {
 		return succeeded()
 	}
@@ -748,7 +753,7 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 	if err != nil {
 		return fromDriver(err, "COMPUTE_UNAVAILABLE")
 	}
-	err = w.store.InTx(ctx, func(tx store.Store) error {
+	err = w.rs.InTx(ctx, func(tx store.Store) error {
 		if err := tx.FinishWork(ctx, item.ID, item.ClaimToken, store.WorkSucceeded, "", "", w.now()); err != nil {
 			return err
 		}
@@ -765,7 +770,7 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 // driver activation, the activation transaction, retirement of older
 // revisions, and only then the end of the work item.
 func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
-	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
+	agent, err := w.rs.GetAgent(ctx, item.NamespaceID, item.AgentID)
 	if errkind.Is(err, errkind.NotFound) {
 		return cancelled("AGENT_NOT_FOUND", "The Agent no longer exists.")
 	}
@@ -775,12 +780,12 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	if agent.Status != store.AgentActive {
 		return cancelled(errkind.CodeAgentDeleting, "The Agent is being deleted.")
 	}
-	rev, err := w.store.GetRevision(ctx, item.NamespaceID, item.AgentID, item.RevisionID)
+	rev, err := w.rs.GetRevision(ctx, item.NamespaceID, item.AgentID, item.RevisionID)
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
 	var rc compute.RevisionContext
-	setup, err := w.store.GetWorkspaceSetup(ctx, item.NamespaceID, item.AgentID)
+	setup, err := w.rs.GetWorkspaceSetup(ctx, item.NamespaceID, item.AgentID)
 	switch {
 	case errkind.Is(err, errkind.NotFound):
 	case err != nil:
@@ -818,7 +823,7 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	if rc.WorkspaceSetup != nil && !rc.WorkspaceSetup.Completed {
 		act.SetupID = rc.WorkspaceSetup.ID
 	}
-	if err := w.store.ActivateRevision(ctx, act); err != nil {
+	if err := w.rs.ActivateRevision(ctx, act); err != nil {
 		if errkind.Is(err, errkind.Conflict) {
 			// The claim was taken over or the Agent changed under us: the
 			// current owner of the work decides; we stop here.
@@ -858,7 +863,7 @@ func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName 
 }
 
 func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
-	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
+	agent, err := w.rs.GetAgent(ctx, item.NamespaceID, item.AgentID)
 	if errkind.Is(err, errkind.NotFound) {
 		return cancelled("AGENT_NOT_FOUND", "The Agent no longer exists.")
 	}
@@ -883,7 +888,7 @@ func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
 // deleteAgent retires every revision, removes the Agent's runtime storage
 // and credentials, then removes the Agent (and with it this work item).
 func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
-	agent, err := w.store.GetAgent(ctx, item.NamespaceID, item.AgentID)
+	agent, err := w.rs.GetAgent(ctx, item.NamespaceID, item.AgentID)
 	if errkind.Is(err, errkind.NotFound) {
 		return succeeded()
 	}
@@ -908,7 +913,7 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 	if err != nil {
 		return fromDriver(err, "DELETE_FAILED")
 	}
-	err = w.store.InTx(ctx, func(tx store.Store) error {
+	err = w.rs.InTx(ctx, func(tx store.Store) error {
 		if err := tx.FinishWork(ctx, item.ID, item.ClaimToken, store.WorkSucceeded, "", "", w.now()); err != nil {
 			return err
 		}

@@ -866,3 +866,56 @@ func TestHealthReportsAStuckLoop(t *testing.T) {
 			"Health after the call returned = %v, want nil", f.srv.Worker.Health())
 	})
 }
+
+// silentRevisions is a store whose GetRevision, once silent is set, waits
+// for its context to end: a database that stopped answering.
+type silentRevisions struct {
+	store.Store
+	silent *atomic.Bool
+}
+
+func (s silentRevisions) GetRevision(ctx context.Context, namespaceID, agentID, id string) (store.Revision, error) {
+	if s.silent.Load() {
+		<-ctx.Done()
+		return store.Revision{}, ctx.Err()
+	}
+	return s.Store.GetRevision(ctx, namespaceID, agentID, id)
+}
+
+// TestReconcileStoreCallsBounded: a reconcile pass whose store read does
+// not answer gives up after StoreTimeout and hands the item back for a
+// retry, on both engines. Before, only the lease (kept alive by its
+// renewal) or the liveness probe ended such a pass.
+func TestReconcileStoreCallsBounded(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		var silent atomic.Bool
+		wrap := func(s store.Store) store.Store { return silentRevisions{Store: s, silent: &silent} }
+		f := newFixture(t, ctx, st, wrap, fake.New(fake.Options{}),
+			worker.Options{StoreTimeout: 300 * time.Millisecond, Logger: quietLogger()})
+		rev := f.deploy(t, f.agent(t, "silent-db", false))
+		silent.Store(true)
+		ran := make(chan error, 1)
+		go func() {
+			_, err := f.srv.Worker.RunOnce(context.WithoutCancel(ctx))
+			ran <- err
+		}()
+		select {
+		case err := <-ran:
+			if err != nil {
+				t.Fatalf("RunOnce: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the pass was still waiting on the silent store after 30 s (StoreTimeout 300 ms)")
+		}
+		silent.Store(false)
+		got := work(t, ctx, f, rev)
+		code := ""
+		if got.LastAttempt != nil {
+			code = got.LastAttempt.Code
+		}
+		if got.State != store.WorkQueued || code == "" {
+			t.Errorf("after the silent read: state %q, last attempt %+v; want queued for a retry, with the attempt's code", got.State, got.LastAttempt)
+		}
+	})
+}
