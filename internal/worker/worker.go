@@ -109,7 +109,7 @@ var tracer = otel.Tracer("github.com/openclaw/occ/internal/worker")
 
 // Worker processes the work queue.
 type Worker struct {
-	store  store.Store // the authorizing store
+	store store.Store // the authorizing store
 	// rs is store with each call bounded by StoreTimeout, for the
 	// reconcile passes.
 	rs     boundedStore
@@ -608,7 +608,6 @@ func (w *Worker) observeEnd(item store.WorkItem, state store.WorkState, now time
 // releaseTimeout bounds the store call that hands a claimed item back
 // when the worker stops.
 const releaseTimeout = 5 * time.Second
-
 
 // backoff: readiness is rechecked after Recheck (500 ms) growing to ten
 // times that with the age of the work (age/40); errors back off
