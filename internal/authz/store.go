@@ -223,8 +223,10 @@ func (w *Store) Close() error { return w.inner.Close() }
 
 // --- installation, users, sessions ---
 
+// GetInstallation needs installation read (bootstrap, its one caller
+// today, is a system subject holding the method).
 func (w *Store) GetInstallation(ctx context.Context) (store.Installation, error) {
-	if err := w.authenticated(ctx, "GetInstallation"); err != nil {
+	if err := w.gate(ctx, "GetInstallation", store.ActionRead, Installation); err != nil {
 		return store.Installation{}, err
 	}
 	return w.inner.GetInstallation(ctx)

@@ -73,6 +73,21 @@ func TestSystemSubjectsAreLimited(t *testing.T) {
 	}
 }
 
+// TestGetInstallationNeedsRead: a caller without installation read is
+// refused before the inner store is read.
+func TestGetInstallationNeedsRead(t *testing.T) {
+	w := Wrap(panicStore{}, nil)
+	ctx := WithSubjectAccess(context.Background(), &Subject{ID: "usr_1", Kind: KindUser, Credential: "session"}, store.Access{})
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("GetInstallation reached the inner store for a caller without installation read: %v", p)
+		}
+	}()
+	if _, err := w.GetInstallation(ctx); !errkind.Is(err, errkind.PermissionDenied) {
+		t.Fatalf("GetInstallation without a grant: err = %v, want PermissionDenied", err)
+	}
+}
+
 // TestGetAgentForRefusesNonAgentActions: GetAgentFor serves operations on
 // an existing Agent, so an action that is not one (create, or an action
 // Agents do not have) is a programming error, refused before any data is
