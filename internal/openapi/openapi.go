@@ -20,9 +20,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/openclaw/occ/apitypes"
+	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/ids"
+	"github.com/openclaw/occ/internal/occ"
+	"github.com/openclaw/occ/internal/workspace"
 )
 
 // Operation is one route's wire contract.
@@ -64,11 +69,17 @@ func Build(ops []Operation) ([]byte, error) {
 		}
 	}
 	paths := map[string]map[string]any{}
+	opIDs := map[string]string{}
 	for _, op := range ops {
 		o, err := b.operation(op)
 		if err != nil {
 			return nil, fmt.Errorf("openapi: %s %s: %w", op.Method, op.Path, err)
 		}
+		id := o["operationId"].(string)
+		if prev, dup := opIDs[id]; dup {
+			return nil, fmt.Errorf("openapi: %s %s and %s have the same operation id %s", op.Method, op.Path, prev, id)
+		}
+		opIDs[id] = op.Method + " " + op.Path
 		if paths[op.Path] == nil {
 			paths[op.Path] = map[string]any{}
 		}
@@ -128,7 +139,15 @@ func (b *builder) operation(op Operation) (map[string]any, error) {
 	}
 	var params []any
 	for _, m := range pathParam.FindAllStringSubmatch(op.Path, -1) {
-		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		p := map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}}
+		if prefix, ok := pathIDPrefixes[m[1]]; ok {
+			p["schema"] = map[string]any{"type": "string", "pattern": idPattern(prefix)}
+			p["description"] = "An identifier: " + strconv.Quote(prefix) + " and a lowercase UUIDv4. Any other value answers 400 INVALID_REQUEST."
+		} else if m[1] == "name" {
+			p["schema"] = map[string]any{"type": "string", "enum": workspace.Names[:]}
+			p["description"] = "One of the four workspace files. Any other name answers 400 INVALID_REQUEST."
+		}
+		params = append(params, p)
 	}
 	if op.Query != nil {
 		t := reflect.TypeOf(op.Query)
@@ -143,6 +162,9 @@ func (b *builder) operation(op Operation) (map[string]any, error) {
 			if f.Type == reflect.TypeFor[*time.Time]() || f.Type == reflect.TypeFor[time.Time]() {
 				s = map[string]any{"type": "string", "format": "date-time"}
 			}
+			if l, ok := queryLimits[t.Name()+"."+name]; ok {
+				s = map[string]any{"type": "integer", "minimum": l.min, "maximum": l.max, "default": l.def}
+			}
 			p := map[string]any{"name": name, "in": "query", "required": false, "schema": s}
 			if d := descriptions[t.Name()+"."+name]; d != "" {
 				p["description"] = d
@@ -152,8 +174,9 @@ func (b *builder) operation(op Operation) (map[string]any, error) {
 	}
 	if op.ETag && op.Method == "PUT" {
 		params = append(params, map[string]any{"name": "If-Match", "in": "header", "required": false,
-			"description": `Compare-and-swap: the strong ETag ("<sha256 hex>") of the content the write replaces.`,
-			"schema":      map[string]any{"type": "string", "pattern": `^"[0-9a-f]{64}"$`}})
+			"description": `Compare-and-swap: the strong ETag ("<sha256 hex>") of the content the write replaces. ` +
+				`The hex digits may be in either case, and white space around the tag is ignored.`,
+			"schema": map[string]any{"type": "string", "pattern": ifMatchPattern}})
 	}
 	if params != nil {
 		o["parameters"] = params
@@ -180,7 +203,7 @@ func (b *builder) operation(op Operation) (map[string]any, error) {
 	if op.ETag {
 		ok["headers"] = map[string]any{"ETag": map[string]any{"required": true,
 			"description": "The strong ETag of the file's content: its SHA-256 in hex, quoted.",
-			"schema":      map[string]any{"type": "string", "pattern": `^"[0-9a-f]{64}"$`}}}
+			"schema":      map[string]any{"type": "string", "pattern": etagPattern}}}
 	}
 	responses[strconv.Itoa(op.OK)] = ok
 	for status := range errkind.CodesByStatus() {
@@ -190,14 +213,121 @@ func (b *builder) operation(op Operation) (map[string]any, error) {
 	return o, nil
 }
 
-// operationID is the method and the path's words in camel case:
+// operationIDs are the operation ids the reference API names for routes
+// OCC serves. Every other operation's id is derived from its method and
+// path, and stays as it is: clients generated from the document use them.
+var operationIDs = map[string]string{
+	"POST /namespaces/{ns}/agents":                                 "createAgent",
+	"GET /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": "getAgentWorkspaceFile",
+	"PUT /namespaces/{ns}/agents/{agentId}/workspace/files/{name}": "putAgentWorkspaceFile",
+}
+
+// operationID is the reference's id for the operation (operationIDs), or
+// else the method and the path's words in camel case:
 // "GET /namespaces/{ns}/agents" is getNamespacesNsAgents.
 func operationID(op Operation) string {
+	if id, ok := operationIDs[op.Method+" "+op.Path]; ok {
+		return id
+	}
 	var b strings.Builder
 	b.WriteString(strings.ToLower(op.Method))
 	for _, w := range regexp.MustCompile(`[A-Za-z0-9]+`).FindAllString(op.Path, -1) {
 		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
 	}
+	return b.String()
+}
+
+// pathIDPrefixes maps each path parameter that holds an identifier to the
+// prefix its handler validates it with (httpx.PathID, which applies
+// ids.Valid). A server test checks every documented pattern against the
+// server's answers.
+var pathIDPrefixes = map[string]string{
+	"ns":               ids.Namespace,
+	"agentId":          ids.Agent,
+	"deploymentId":     ids.Revision,
+	"cfg":              ids.Configuration,
+	"sa":               ids.ServicePrincipal,
+	"roleId":           ids.Role,
+	"bindingId":        ids.Binding,
+	"restrictionId":    ids.Restriction,
+	"keyId":            ids.APIKey,
+	"sessionId":        ids.Session,
+	"userId":           ids.User,
+	"reconciliationId": ids.WorkItem,
+}
+
+// uuidV4 is the lowercase UUIDv4 that ids.Valid requires after the prefix;
+// TestIDPatternAgreesWithIDs holds the two together.
+const uuidV4 = `[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`
+
+// idPattern is the pattern of an identifier with the given prefix: exactly
+// the strings ids.Valid(prefix, s) accepts. (A value over the server's
+// 400-unit path limit answers TOO_LONG rather than INVALID_FORMAT; either
+// way it does not match.)
+func idPattern(prefix string) string { return "^" + regexp.QuoteMeta(prefix) + uuidV4 + "$" }
+
+// queryLimits bounds the page size parameters, from the constants the
+// server checks them against (internal/api pageQuery and parseAuditQuery).
+var queryLimits = map[string]struct{ min, max, def int }{
+	"ListQuery.limit":  {1, occ.MaxPageSize, occ.DefaultPageSize},
+	"AuditQuery.limit": {1, occ.MaxAuditPageSize, occ.DefaultAuditPageSize},
+}
+
+// etagPattern is the ETag the server sends: a SHA-256 in lowercase hex,
+// quoted.
+var etagPattern = `^"[0-9a-f]{` + strconv.Itoa(digest.Len) + `}"$`
+
+// ifMatchPattern is every If-Match value the server accepts
+// (internal/api ifMatch): it lower-cases the value and trims the white
+// space strings.TrimSpace removes before it requires a quoted SHA-256 in
+// hex, so the hex digits may be in either case and that white space may
+// surround the tag. Of the white space, only what a header value can hold
+// is listed: tab, space and the non-ASCII spaces (net/http refuses the
+// other control characters).
+var ifMatchPattern = func() string {
+	ws := headerSpace()
+	return "^" + ws + `*"[0-9A-Fa-f]{` + strconv.Itoa(digest.Len) + `}"` + ws + "*$"
+}()
+
+// headerSpace is a character class of the runes unicode.IsSpace reports,
+// less the ASCII control characters other than tab. Runes below U+0100
+// are written \xHH and the others as themselves, which ECMA-262 and Go
+// regular expressions read alike.
+func headerSpace() string {
+	var rs []rune
+	add := func(lo, hi, stride rune) {
+		for r := lo; r <= hi; r += stride {
+			if r >= ' ' || r == '\t' {
+				rs = append(rs, r)
+			}
+		}
+	}
+	for _, r := range unicode.White_Space.R16 {
+		add(rune(r.Lo), rune(r.Hi), rune(r.Stride))
+	}
+	for _, r := range unicode.White_Space.R32 {
+		add(rune(r.Lo), rune(r.Hi), rune(r.Stride))
+	}
+	lit := func(r rune) string {
+		if r < 0x100 {
+			return fmt.Sprintf(`\x%02x`, r)
+		}
+		return string(r)
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		b.WriteString(lit(rs[i]))
+		if j > i {
+			b.WriteString("-" + lit(rs[j]))
+		}
+		i = j + 1
+	}
+	b.WriteByte(']')
 	return b.String()
 }
 
