@@ -8,13 +8,7 @@ func PoolSize(c *Client) int { return c.pool.size() }
 // BreakPooled closes every pooled connection's socket under the pool, as
 // a gateway restart would, without telling the pool.
 func BreakPooled(c *Client) {
-	c.pool.mu.Lock()
-	var conns []*pconn
-	for _, pc := range c.pool.conns {
-		conns = append(conns, pc)
-	}
-	c.pool.mu.Unlock()
-	for _, pc := range conns {
+	for _, pc := range pooledConns(c) {
 		pc.s.raw.each(func(nc net.Conn) { _ = nc.Close() })
 		<-pc.done
 	}
@@ -24,12 +18,7 @@ func BreakPooled(c *Client) {
 // operation writing a long frame to a peer that reads slowly would, and
 // returns how to give it back.
 func HoldPooledWrites(c *Client) (release func()) {
-	c.pool.mu.Lock()
-	var conns []*pconn
-	for _, pc := range c.pool.conns {
-		conns = append(conns, pc)
-	}
-	c.pool.mu.Unlock()
+	conns := pooledConns(c)
 	for _, pc := range conns {
 		pc.writing <- struct{}{}
 	}
@@ -38,4 +27,15 @@ func HoldPooledWrites(c *Client) (release func()) {
 			<-pc.writing
 		}
 	}
+}
+
+// pooledConns is the pool's connections at this moment.
+func pooledConns(c *Client) []*pconn {
+	c.pool.mu.Lock()
+	defer c.pool.mu.Unlock()
+	var conns []*pconn
+	for _, pc := range c.pool.conns {
+		conns = append(conns, pc)
+	}
+	return conns
 }
