@@ -76,6 +76,26 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 	}
 	var out store.WorkItem
 	err = s.inTx(ctx, func(tx *Store) error {
+		if w.AgentID != "" {
+			// An Agent's work runs in creation order, so creation order
+			// must be the order in which its items were queued. The
+			// caller read the clock before it took the Agent's row lock
+			// (every caller holds it: the revision, the runtime state or
+			// the deletion it writes with the item), so two requests can
+			// commit in the other order than their clocks, and replicas'
+			// clocks differ: an item is made to come after every
+			// unfinished item of the Agent already committed.
+			var last *time.Time
+			err := tx.queryRow(ctx, `SELECT MAX(created_at) FROM controller_work
+				WHERE namespace_id = ? AND agent_id = ? AND state IN ('queued', 'running')`,
+				w.NamespaceID, w.AgentID).Scan(optTimeCol{&last})
+			if err != nil {
+				return tx.dbErr("enqueue work", err)
+			}
+			if last != nil && !w.CreatedAt.After(*last) {
+				w.CreatedAt = last.Add(time.Microsecond)
+			}
+		}
 		res, err := tx.exec(ctx, `INSERT INTO controller_work (`+workColumns+`)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (idempotency_key) DO NOTHING`,
@@ -142,8 +162,10 @@ func (s *Store) GetWorkByKey(ctx context.Context, key string) (store.WorkItem, e
 
 // ClaimWork claims the oldest claimable item (by creation, then id). An item
 // is claimable when it is queued and due, or running with an expired lease,
-// and no older unfinished item exists for the same Agent, so one Agent's
-// work runs in order, one item at a time. Namespace work (no Agent) is not
+// and no older unfinished item exists for the same Agent, nor another of
+// its items held under a live lease, so one Agent's work runs in order
+// (EnqueueWork keeps creation order the order of queueing), one item at a
+// time. Namespace work (no Agent) is not
 // ordered. On PostgreSQL the candidate row is locked FOR UPDATE SKIP
 // LOCKED: a replica skips rows another replica is claiming instead of
 // waiting. An older item that another replica holds locked still counts as
@@ -162,10 +184,11 @@ func (s *Store) ClaimWork(ctx context.Context, c store.Claim) (store.WorkItem, b
 			  AND NOT EXISTS (
 				SELECT 1 FROM controller_work o
 				WHERE o.namespace_id = w.namespace_id AND o.agent_id = w.agent_id
-				  AND o.state IN ('queued', 'running')
-				  AND (o.created_at < w.created_at OR (o.created_at = w.created_at AND o.id < w.id)))
+				  AND ((o.state IN ('queued', 'running')
+				        AND (o.created_at < w.created_at OR (o.created_at = w.created_at AND o.id < w.id)))
+				    OR (o.state = 'running' AND o.lease_expires_at > ? AND o.id <> w.id)))
 			ORDER BY w.created_at, w.id
-			LIMIT 1`+tx.d.forUpdateSkipLocked(), now, now).Scan(&id)
+			LIMIT 1`+tx.d.forUpdateSkipLocked(), now, now, now).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

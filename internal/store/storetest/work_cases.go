@@ -231,6 +231,37 @@ var workCases = []testCase{
 			t.Fatalf("claim once due = %s (found %v), want %s", got.ID, ok, later.ID)
 		}
 	}},
+	// Two requests for one Agent can read their clocks in one order and
+	// commit in the other (the Agent's row lock decides), and replicas'
+	// clocks differ: the item queued second still runs second, never
+	// beside or before the first.
+	{"Work/QueueOrderFollowsCommits", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		a := f.agent(f.configuration(f.namespace()))
+		second := f.newWork(a, store.WorkAgentStop)
+		first := f.newWork(a, store.WorkRevisionDeploy)
+		first.CreatedAt, first.AvailableAt = second.CreatedAt.Add(time.Second), second.CreatedAt
+		first, err := h.Store.EnqueueWork(ctx(t), first)
+		must(t, "EnqueueWork (the later clock, committed first)", err)
+		now := first.CreatedAt.Add(time.Minute)
+		got, ok := claimAt(t, h, "tok-1", now)
+		if !ok || got.ID != first.ID {
+			t.Fatalf("first claim = %s (found %v), want the item committed first", got.ID, ok)
+		}
+		second, err = h.Store.EnqueueWork(ctx(t), second)
+		must(t, "EnqueueWork (the earlier clock, committed second)", err)
+		if !second.CreatedAt.After(first.CreatedAt) {
+			t.Errorf("the item committed second was created at %v, not after the first's %v", second.CreatedAt, first.CreatedAt)
+		}
+		if got, ok := claimAt(t, h, "tok-2", now); ok {
+			t.Fatalf("claimed %s (%s) while the Agent's first item runs", got.ID, got.Kind)
+		}
+		must(t, "FinishWork", h.Store.FinishWork(ctx(t), first.ID, "tok-1", store.WorkSucceeded, "", "", now))
+		got, ok = claimAt(t, h, "tok-3", now)
+		if !ok || got.ID != second.ID {
+			t.Fatalf("claim after the first finished = %s (found %v), want the second %s", got.ID, ok, second.ID)
+		}
+	}},
 	{"Work/LeaseRenewFinish", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		a := f.agent()
