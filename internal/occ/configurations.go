@@ -74,7 +74,7 @@ func (s *Service) CreateConfiguration(ctx context.Context, namespaceID string, i
 			return err
 		}
 		if ns.Status == store.NamespaceDeleting || ns.Status == store.NamespaceFailed {
-			return errkind.WithCode(errkind.Conflict, errkind.CodeNamespaceNotReady, "The Namespace is not accepting new resources.")
+			return errkind.New(errkind.Conflict, "The Namespace is not accepting new resources.")
 		}
 		if err := tx.CreateConfiguration(ctx, c); err != nil {
 			return err

@@ -690,13 +690,19 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 	if err != nil {
 		out := fromDriver(err, "COMPUTE_UNAVAILABLE")
 		if out.state == store.WorkFailedPermanent {
-			if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceFailed, w.now()); err != nil {
+			if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceFailed, w.now()); errkind.Is(err, errkind.Conflict) {
+				return succeeded() // deleted meanwhile: its deletion decides now
+			} else if err != nil {
 				return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 			}
 		}
 		return out
 	}
-	if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); err != nil {
+	// The store keeps a Namespace whose deletion began during the call
+	// deleting (Conflict): the deletion's work decides from here.
+	if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); errkind.Is(err, errkind.Conflict) {
+		return succeeded()
+	} else if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
 	return succeeded()

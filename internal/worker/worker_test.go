@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/compute"
+	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/compute/fake"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/server"
@@ -405,6 +406,55 @@ func TestNamespaceOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNamespaceDeletedDuringItsReconcile: a Namespace whose deletion
+// begins while its reconcile is in the driver stays deleting (the
+// reconcile's "ready" does not reopen it to new resources), and its
+// deletion then runs to the end; on both engines.
+func TestNamespaceDeletedDuringItsReconcile(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		clock := testutil.NewClock(time.Time{})
+		drv := fake.New(fake.Options{})
+		srv := server.New(server.Options{Store: st, PublicOrigin: testOrigin, Driver: drv, Now: clock.Now,
+			Worker: worker.Options{Now: clock.Now, Logger: quietLogger()}})
+		admin := bootstrapAdmin(t, ctx, srv, st)
+		ns, err := srv.Service.CreateNamespace(admin, "going")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		drv.OnCall(func(c fake.Call) {
+			if c.Method == fake.EnsureNamespace {
+				once.Do(func() {
+					if _, err := srv.Service.DeleteNamespace(admin, ns.ID); err != nil {
+						t.Errorf("DeleteNamespace during the reconcile: %v", err)
+					}
+				})
+			}
+		})
+		if did, err := srv.Worker.RunOnce(ctx); err != nil || !did {
+			t.Fatalf("RunOnce (reconcile) = %v, %v", did, err)
+		}
+		got, err := st.GetNamespace(ctx, ns.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != store.NamespaceDeleting {
+			t.Fatalf("status %q after the reconcile that raced its deletion, want deleting", got.Status)
+		}
+		for range 5 {
+			clock.Advance(time.Minute)
+			if _, err := srv.Worker.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.GetNamespace(ctx, ns.ID); errkind.Is(err, errkind.NotFound) {
+				return
+			}
+		}
+		t.Fatal("the Namespace was not deleted after five passes")
+	})
 }
 
 // work reads the deployment's work item, bypassing authorization.

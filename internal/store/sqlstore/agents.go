@@ -33,7 +33,8 @@ func scanAgent(r rowScanner) (store.Agent, error) {
 // both exist afterwards or neither does. The setup's NamespaceID and AgentID
 // default to the Agent's and must match it when given. The Namespace must
 // exist (NotFound) and be provisioning or ready (Conflict
-// NAMESPACE_NOT_READY); its row stays share-locked until commit so that
+// RESOURCE_CONFLICT, as the reference answers a Namespace not accepting
+// new resources); its row stays share-locked until commit so that
 // MarkNamespaceDeleting cannot pass its emptiness check meanwhile.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent, setup *store.WorkspaceSetup) error {
 	var ws store.WorkspaceSetup
@@ -55,7 +56,7 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent, setup *store.Wor
 			return err
 		}
 		if status != store.NamespaceProvisioning && status != store.NamespaceReady {
-			return conflict(errkind.CodeNamespaceNotReady, "agents can only be created in a provisioning or ready namespace", nil)
+			return conflict("", "agents can only be created in a provisioning or ready namespace", nil)
 		}
 		_, err = tx.exec(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.NamespaceID, a.Name, a.ConfigurationID, string(a.Status), string(a.DesiredRuntimeState),

@@ -56,9 +56,40 @@ func (s *Store) listNamespaces(ctx context.Context, p store.PageRequest) (store.
 		`SELECT `+packedIndexed(namespaceColumns)+` FROM namespaces`, "WHERE", p)
 }
 
+// UpdateNamespaceStatus sets a Namespace's status, except that a deleting
+// Namespace stays deleting: a reconcile that read it before the deletion
+// began and reports its outcome afterwards must not reopen it to new
+// resources. That case is Conflict (RESOURCE_CONFLICT), and the row is
+// unchanged.
 func (s *Store) UpdateNamespaceStatus(ctx context.Context, id string, status store.NamespaceStatus, at time.Time) error {
-	return s.execOne(ctx, "update namespace status", "namespace",
-		`UPDATE namespaces SET status = ?, updated_at = ? WHERE id = ?`, string(status), s.t(at), id)
+	switch status {
+	case store.NamespaceProvisioning, store.NamespaceReady, store.NamespaceFailed, store.NamespaceDeleting:
+	default:
+		// The schema's CHECK would say so too, but the guard below could
+		// hide it behind the deleting case.
+		return errkind.Newf(errkind.Invalid, "unknown namespace status %q", status)
+	}
+	q := `UPDATE namespaces SET status = ?, updated_at = ? WHERE id = ? AND status <> 'deleting'`
+	if status == store.NamespaceDeleting {
+		q = `UPDATE namespaces SET status = ?, updated_at = ? WHERE id = ?`
+	}
+	return s.inTx(ctx, func(tx *Store) error {
+		res, err := tx.exec(ctx, q, string(status), tx.t(at), id)
+		if err != nil {
+			return tx.dbErr("update namespace status", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return tx.dbErr("update namespace status", err)
+		}
+		ok, err := tx.exists(ctx, "update namespace status", `SELECT 1 FROM namespaces WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("namespace")
+		}
+		return conflict("", "the namespace is being deleted", nil)
+	})
 }
 
 // DeleteNamespace deletes an empty Namespace. The emptiness check gives the
@@ -163,7 +194,7 @@ func documentArg(doc json.RawMessage) any {
 
 // CreateConfiguration stores c as given; Generation is the caller's (1 for
 // a new Configuration; the schema refuses less). A missing Namespace is
-// NotFound; a deleting one is Conflict NAMESPACE_NOT_READY (see
+// NotFound; a deleting one is Conflict RESOURCE_CONFLICT (see
 // MarkNamespaceDeleting).
 func (s *Store) CreateConfiguration(ctx context.Context, c store.Configuration) error {
 	return s.inTx(ctx, func(tx *Store) error {
@@ -172,7 +203,7 @@ func (s *Store) CreateConfiguration(ctx context.Context, c store.Configuration) 
 			return err
 		}
 		if status == store.NamespaceDeleting {
-			return conflict(errkind.CodeNamespaceNotReady, "the namespace is being deleted", nil)
+			return conflict("", "the namespace is being deleted", nil)
 		}
 		_, err = tx.exec(ctx, `INSERT INTO configurations (`+configurationColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.NamespaceID, c.Name, c.Kind, documentArg(c.Document), c.Generation, tx.t(c.CreatedAt), tx.t(c.UpdatedAt))

@@ -128,7 +128,7 @@ var agentCases = []testCase{
 			if tt.ok {
 				must(t, "CreateAgent in a "+string(tt.status)+" namespace", err)
 			} else {
-				wantErr(t, "CreateAgent in a "+string(tt.status)+" namespace", err, errkind.Conflict, errkind.CodeNamespaceNotReady)
+				wantErr(t, "CreateAgent in a "+string(tt.status)+" namespace", err, errkind.Conflict, errkind.CodeResourceConflict)
 			}
 		}
 	}},

@@ -50,6 +50,16 @@ var namespaceCases = []testCase{
 			h.Store.UpdateNamespaceStatus(ctx(t), ids.New(ids.Namespace), store.NamespaceReady, when), errkind.NotFound, "")
 		wantErr(t, "UpdateNamespaceStatus to an unknown status",
 			h.Store.UpdateNamespaceStatus(ctx(t), ns.ID, "archived", when), errkind.Invalid, "")
+
+		// A deleting Namespace stays deleting: a reconcile that read it
+		// before the deletion began cannot reopen it.
+		for _, status := range []store.NamespaceStatus{store.NamespaceReady, store.NamespaceFailed, store.NamespaceProvisioning} {
+			wantErr(t, "UpdateNamespaceStatus of a deleting namespace to "+string(status),
+				h.Store.UpdateNamespaceStatus(ctx(t), ns.ID, status, at(41)), errkind.Conflict, errkind.CodeResourceConflict)
+		}
+		got, err = h.Store.GetNamespace(ctx(t), ns.ID)
+		must(t, "GetNamespace", err)
+		check(t, "a deleting namespace after the refused updates", want, got)
 	}},
 	{"Namespace/MarkDeleting", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
@@ -75,7 +85,7 @@ var namespaceCases = []testCase{
 			Document: []byte(`{}`), Generation: 1, CreatedAt: at(42), UpdatedAt: at(42),
 		}
 		wantErr(t, "CreateConfiguration in a deleting namespace", h.Store.CreateConfiguration(ctx(t), c),
-			errkind.Conflict, errkind.CodeNamespaceNotReady)
+			errkind.Conflict, errkind.CodeResourceConflict)
 
 		_, err = h.Store.MarkNamespaceDeleting(ctx(t), ids.New(ids.Namespace), when)
 		wantErr(t, "MarkNamespaceDeleting unknown id", err, errkind.NotFound, "")
