@@ -255,9 +255,11 @@ func (postgresDialect) classify(err error) failure {
 		return failCheck
 	case "23502": // not_null_violation
 		return failCheck
-	case "40001", "40P01", "55P03", "53300", "57P01", "57P02", "57P03":
-		// serialization failure, deadlock, lock not available, too many
-		// connections, server shutting down or starting: retry later.
+	case "40001", "40P01", "55P03", "57014", "53300", "57P01", "57P02", "57P03":
+		// serialization failure, deadlock, lock not available, a statement
+		// cancelled (the operator's statement_timeout, as SQLite's busy
+		// timeout), too many connections, server shutting down or
+		// starting: retry later.
 		return failBusy
 	}
 	switch {
