@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
 )
 
@@ -30,6 +31,16 @@ type cursorJSON struct {
 func (s *Service) ListAuditEvents(ctx context.Context, f store.AuditFilter, cursor string, limit int) (AuditPage, error) {
 	if limit == 0 {
 		limit = DefaultAuditPageSize
+	}
+	var bad []errkind.Detail
+	if !f.Since.IsZero() && !storable(f.Since) {
+		bad = append(bad, errkind.Detail{Path: "/query/since", Code: errkind.DetailInvalidValue})
+	}
+	if !f.Until.IsZero() && !storable(f.Until) {
+		bad = append(bad, errkind.Detail{Path: "/query/until", Code: errkind.DetailInvalidValue})
+	}
+	if len(bad) > 0 {
+		return AuditPage{}, errkind.InvalidDetails("A time must be in the years 1 to 9999 (UTC).", bad...)
 	}
 	var after *store.AuditCursor
 	if cursor != "" {

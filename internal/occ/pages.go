@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"time"
 
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
@@ -47,10 +48,21 @@ func decodeCursor(cursor string) (cursorJSON, error) {
 	if err == nil {
 		err = json.Unmarshal(raw, &c)
 	}
-	if err != nil || c.ID == "" || c.T.IsZero() {
+	if err != nil || c.ID == "" || c.T.IsZero() || !storable(c.T) {
 		return cursorJSON{}, errkind.InvalidDetails("The cursor is malformed.", errkind.Detail{Path: "/query/cursor", Code: errkind.DetailInvalidFormat})
 	}
 	return c, nil
+}
+
+// storable reports whether t, in UTC, lies in the years 1 to 9999, which
+// both engines store and order alike. A time written with an offset can
+// name another UTC year (9999-12-31T23:00:00-23:00 is in 10000): SQLite,
+// which keeps times as text, would sort it before 2026 and PostgreSQL
+// after everything, so the same cursor or filter would answer differently
+// on each.
+func storable(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
 }
 
 // request turns a client's page query into the store's.

@@ -26,6 +26,8 @@ func FuzzDecodeCursor(f *testing.F) {
 		base64.RawURLEncoding.EncodeToString([]byte(`{"t":"2026-12-05T17:00:00Z","id":"a","id":"b"}`)),
 		base64.RawURLEncoding.EncodeToString([]byte(`{"t":"2026-12-05T17:00:00Z","id":"\ud800"}`)),
 		base64.StdEncoding.EncodeToString([]byte(`{"t":"2026-12-05T17:00:00Z","id":"a"}`)),
+		base64.RawURLEncoding.EncodeToString([]byte(`{"t":"9999-12-31T23:00:00-23:00","id":"a"}`)),
+		base64.RawURLEncoding.EncodeToString([]byte(`{"t":"0001-01-01T01:00:00+02:00","id":"a"}`)),
 	} {
 		f.Add(s)
 	}
@@ -44,9 +46,37 @@ func FuzzDecodeCursor(f *testing.F) {
 		if c.ID == "" || c.T.IsZero() {
 			t.Fatalf("decodeCursor(%q) = %+v: accepted without an id or a time", cursor, c)
 		}
+		if y := c.T.UTC().Year(); y < 1 || y > 9999 {
+			t.Fatalf("decodeCursor(%q) = %+v: accepted a time in the UTC year %d", cursor, c, y)
+		}
 		again, err := decodeCursor(encodeCursor(c))
 		if err != nil || again.ID != c.ID || !again.T.Equal(c.T) {
 			t.Fatalf("decodeCursor(%q) = %+v, which encodes to a cursor decoding to %+v, %v", cursor, c, again, err)
 		}
 	})
+}
+
+// TestCursorYears: a cursor's time is accepted through the UTC year 9999
+// and refused one instant past it, however its offset writes it, and
+// likewise before the year 1.
+func TestCursorYears(t *testing.T) {
+	cur := func(ts string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte(`{"t":"` + ts + `","id":"a"}`))
+	}
+	tests := []struct {
+		t  string
+		ok bool
+	}{
+		{"9999-12-31T23:59:59.999999999Z", true},
+		{"9999-12-31T22:59:59-01:00", true},
+		{"9999-12-31T23:00:00-23:00", false}, // 10000-01-01T22:00:00Z
+		{"0001-01-01T00:00:01Z", true},
+		{"0001-01-01T01:00:00+02:00", false}, // the year 0 in UTC
+	}
+	for _, tc := range tests {
+		_, err := decodeCursor(cur(tc.t))
+		if got := err == nil; got != tc.ok {
+			t.Errorf("decodeCursor(time %s): accepted %v, want %v (%v)", tc.t, got, tc.ok, err)
+		}
+	}
 }
