@@ -461,7 +461,7 @@ func (c *Client) dial(ctx context.Context, p *prepared) (*session, error) {
 // deadline is not enough on its own: a tunnel's stream (an SSH channel)
 // supports none, and the close would then wait on the websocket
 // library's own 5 s timeouts while the stream holds one of its host's
-// session slots. So a timer closes the raw connections at closeTimeout
+// tunnel slots. So a timer closes the raw connections at closeTimeout
 // whatever they are.
 func (s *session) close() {
 	s.raw.each(func(c net.Conn) { _ = c.SetDeadline(time.Now().Add(closeTimeout)) })

@@ -430,7 +430,7 @@ func TestBoundedCleanup(t *testing.T) {
 
 // TestBoundedCleanupWithoutDeadlines is TestBoundedCleanup through a
 // tunnel whose streams refuse deadlines, as an SSH channel does: the
-// stream must still be closed 1 s into the close (its host's session slot
+// stream must still be closed 1 s into the close (its host's tunnel slot
 // freed then), not after the websocket library's own 5 s timeouts.
 func TestBoundedCleanupWithoutDeadlines(t *testing.T) {
 	g := gwtest.NewFakeGateway(t, gwtest.FakeOptions{Files: map[string]string{workspace.SoulMD: "x"}})

@@ -58,9 +58,11 @@ type Config struct {
 	// on each host (inclusive, at least 1024); default 18800-18999.
 	PortLow  int `yaml:"portLow" json:"portLow,omitempty"`
 	PortHigh int `yaml:"portHigh" json:"portHigh,omitempty"`
-	// MaxSessions caps the concurrent SSH sessions and channels occ opens
-	// to one host (default 8); more wait for a free slot or their
-	// deadline.
+	// MaxSessions caps the concurrent command sessions occ opens to one
+	// host (default 8); more wait for a free slot or their deadline.
+	// Channels to gateways (file operations, readiness probes) have a
+	// budget of their own (maxTunnels), which sshd's MaxSessions does not
+	// count.
 	MaxSessions int `yaml:"maxSessions" json:"maxSessions,omitempty"`
 	// ConnectTimeout bounds dialing and the SSH handshake (default 10s);
 	// CommandTimeout bounds one remote command when the caller's deadline

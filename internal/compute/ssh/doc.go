@@ -10,8 +10,9 @@
 // required): an unknown or changed key refuses the connection. occ logs in
 // as root with the key in Config.IdentityFile and runs every command
 // inside an Agent's directory as the runtime account (runuser, an
-// environment built from scratch). Config.MaxSessions bounds the sessions
-// and channels open to one host; every command is bounded by the caller's
+// environment built from scratch). Config.MaxSessions bounds the command
+// sessions open to one host, and maxTunnels, separately, its direct-tcpip
+// channels to gateways (host.go); every command is bounded by the caller's
 // deadline and Config.CommandTimeout (`occ workspace-setup` by
 // setupRunnerTimeout, 60 s, instead), dialing by Config.ConnectTimeout. A
 // command may print at most 64 KiB on each stream; one that passes its
@@ -58,7 +59,9 @@
 // operation opens a direct-tcpip channel through the host's SSH client to
 // the gateway's loopback port and reads the token over the same client,
 // through one long-lived `occ ssh-token-reader` session per host that
-// reads the token file again for every request (tokens.go).
+// reads the token file again for every request (tokens.go). Once the
+// Agent's host and port are known, Endpoint answers from memory without
+// waiting for the Agent's verbs.
 //
 // # Placement
 //

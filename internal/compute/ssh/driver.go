@@ -107,6 +107,48 @@ type agent struct {
 	port    int
 	startAt time.Time
 	started string // revision hash whose start startAt times
+
+	// ep is host and port again, published (setEndpoint) once both are
+	// known and cleared when the Agent is deleted, for Endpoint, which
+	// must not take lock: a verb holds it through long remote commands
+	// (a setup run has 60 s, a command 2 minutes), and every live file
+	// operation of the Agent asks Endpoint first. Guarded by epMu, never
+	// held across anything but the copy; known is closed when ep is set,
+	// so an Endpoint that found it unset and waits for lock also wakes
+	// when a verb holding lock publishes it.
+	epMu  sync.Mutex
+	ep    tunnel // zero: not known
+	known chan struct{}
+}
+
+// endpoint returns the published endpoint (zero when not known) and the
+// channel closed when one is published.
+func (a *agent) endpoint() (tunnel, <-chan struct{}) {
+	a.epMu.Lock()
+	defer a.epMu.Unlock()
+	return a.ep, a.known
+}
+
+// setEndpoint publishes h and port as the Agent's endpoint; the caller
+// holds the Agent's lock. Both are stable once known, so publishing them
+// again changes nothing.
+func (a *agent) setEndpoint(h *host, port int, agentID string) {
+	a.epMu.Lock()
+	defer a.epMu.Unlock()
+	if a.ep.h == nil {
+		close(a.known)
+	}
+	a.ep = tunnel{h: h, port: port, agentHash: agentdir.Hash(agentID)}
+}
+
+// clearEndpoint forgets the endpoint (the Agent was deleted); the caller
+// holds the Agent's lock.
+func (a *agent) clearEndpoint() {
+	a.epMu.Lock()
+	defer a.epMu.Unlock()
+	if a.ep.h != nil {
+		a.ep, a.known = tunnel{}, make(chan struct{})
+	}
 }
 
 // New validates cfg (with defaults applied), reads the known_hosts and
@@ -151,7 +193,8 @@ func New(o Options) (*Driver, error) {
 		d.maxLog = 10 << 20
 	}
 	for _, hc := range cfg.Hosts {
-		d.hosts = append(d.hosts, &host{d: d, cfg: hc, sem: make(chan struct{}, cfg.MaxSessions), tokens: hostTokens{mu: make(chan struct{}, 1)}})
+		d.hosts = append(d.hosts, &host{d: d, cfg: hc, sem: make(chan struct{}, cfg.MaxSessions), tunnels: make(chan struct{}, maxTunnels),
+			tokens: hostTokens{mu: make(chan struct{}, 1)}})
 	}
 	return d, nil
 }
@@ -256,7 +299,7 @@ func (d *Driver) agent(id string) *agent {
 	defer d.mu.Unlock()
 	a := d.agents[id]
 	if a == nil {
-		a = &agent{lock: make(chan struct{}, 1)}
+		a = &agent{lock: make(chan struct{}, 1), known: make(chan struct{})}
 		d.agents[id] = a
 	}
 	return a
@@ -360,15 +403,22 @@ func (d *Driver) choose(ctx context.Context, agentID string) (*host, error) {
 // ready connects to h and makes sure it can run Agents: the checks of
 // scriptHostInit and the uploaded binary matching this occ's checksum
 // (uploaded, verified, then renamed into place when it does not), once
-// per connection.
-func (h *host) ready(ctx context.Context) error {
+// per connection. Its commands take MaxSessions slots (readyOn).
+func (h *host) ready(ctx context.Context) error { return h.readyOn(ctx, h.sem) }
+
+// readyOn is ready with its commands holding slots of sem (nil: none, see
+// runOn).
+func (h *host) readyOn(ctx context.Context, sem chan struct{}) error {
 	h.mu.Lock()
 	ok := h.binOK && h.client != nil
 	h.mu.Unlock()
 	if ok {
 		return nil
 	}
-	out, err := h.run(ctx, "check host", shellCmd(scriptHostInit, h.cfg.Root, h.d.cfg.RuntimeUser, h.d.node(), h.d.openclaw()), nil)
+	run := func(op, cmd string, stdin io.Reader) ([]byte, error) {
+		return h.runOn(ctx, sem, h.d.cfg.CommandTimeout, op, cmd, stdin)
+	}
+	out, err := run("check host", shellCmd(scriptHostInit, h.cfg.Root, h.d.cfg.RuntimeUser, h.d.node(), h.d.openclaw()), nil)
 	if err != nil {
 		return err
 	}
@@ -389,12 +439,12 @@ func (h *host) ready(ctx context.Context) error {
 		// Units an earlier occ wrote appended the gateway's output to a
 		// file in the Agent's directory, opened by systemd as root at
 		// every restart; they are rewritten before anything else runs.
-		if _, err := h.run(ctx, "fix units", shellCmd(scriptSystemdFixUnits, systemdUnitDir), nil); err != nil {
+		if _, err := run("fix units", shellCmd(scriptSystemdFixUnits, systemdUnitDir), nil); err != nil {
 			return err
 		}
 	}
 	if lines[1] != h.d.binSum {
-		if err := h.upload(ctx); err != nil {
+		if err := h.upload(run); err != nil {
 			return err
 		}
 	}
@@ -404,15 +454,15 @@ func (h *host) ready(ctx context.Context) error {
 	return nil
 }
 
-// upload copies the occ binary to root/bin/occ; the host checks the
-// sha256 before renaming it into place.
-func (h *host) upload(ctx context.Context) error {
+// upload copies the occ binary to root/bin/occ with run (readyOn's); the
+// host checks the sha256 before renaming it into place.
+func (h *host) upload(run func(op, cmd string, stdin io.Reader) ([]byte, error)) error {
 	f, err := os.Open(h.d.binary)
 	if err != nil {
 		return fmt.Errorf("ssh: open the occ binary: %w", err)
 	}
 	defer f.Close()
-	if _, err := h.run(ctx, "upload occ", shellCmd(scriptUpload, h.cfg.Root, h.d.binSum), f); err != nil {
+	if _, err := run("upload occ", shellCmd(scriptUpload, h.cfg.Root, h.d.binSum), f); err != nil {
 		return err
 	}
 	h.d.log.Info("ssh: occ binary uploaded", "host", h.cfg.Name, "sha256", h.d.binSum)
@@ -546,7 +596,7 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 		return compute.PrepareResult{}, err
 	}
 	a.host = h
-	port, err := d.port(ctx, a, h, dir)
+	port, err := d.port(ctx, a, h, dir, rev.AgentID)
 	if err != nil {
 		return compute.PrepareResult{}, err
 	}
@@ -719,8 +769,9 @@ func (d *Driver) runSetup(ctx context.Context, h *host, dir, mode string, payloa
 	return err
 }
 
-// port returns the Agent's port on h, assigning one the first time.
-func (d *Driver) port(ctx context.Context, a *agent, h *host, dir string) (int, error) {
+// port returns the Agent's port on h, assigning one the first time, and
+// publishes the Agent's endpoint.
+func (d *Driver) port(ctx context.Context, a *agent, h *host, dir, agentID string) (int, error) {
 	if a.port != 0 {
 		return a.port, nil
 	}
@@ -733,6 +784,10 @@ func (d *Driver) port(ctx context.Context, a *agent, h *host, dir string) (int, 
 		return 0, fmt.Errorf("ssh: host %s: unusable port answer", h.cfg.Name)
 	}
 	a.port = p
+	// Every caller has placed the Agent on h (a.host) first, and the port
+	// comes before any long command of the verb: from here on Endpoint
+	// answers without the Agent's lock.
+	a.setEndpoint(h, p, agentID)
 	return p, nil
 }
 
@@ -835,7 +890,7 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc 
 		return err
 	}
 	dir := h.agentDir(rev.NamespaceID, rev.AgentID)
-	port, err := d.port(ctx, a, h, dir)
+	port, err := d.port(ctx, a, h, dir, rev.AgentID)
 	if err != nil {
 		return err
 	}
@@ -892,7 +947,7 @@ func (d *Driver) stopRevision(ctx context.Context, a *agent, rev compute.Revisio
 	if _, err := h.run(ctx, "unserve", h.asRuntime(scriptServe, dir, "clear", rev.ID), nil); err != nil {
 		return nil, err
 	}
-	port, err := d.port(ctx, a, h, dir)
+	port, err := d.port(ctx, a, h, dir, rev.AgentID)
 	if err != nil {
 		return nil, err
 	}
@@ -966,6 +1021,7 @@ func (d *Driver) DeleteAgent(ctx context.Context, ag compute.Agent) error {
 		return err
 	}
 	a.host, a.port, a.started = nil, 0, ""
+	a.clearEndpoint()
 	d.log.Info("ssh: agent deleted", "agent", ag.ID, "host", h.cfg.Name)
 	return nil
 }
@@ -973,7 +1029,18 @@ func (d *Driver) DeleteAgent(ctx context.Context, ag compute.Agent) error {
 // Endpoint returns ws://127.0.0.1:<port>/ on the Agent's host, reached
 // through a direct-tcpip channel of the driver's SSH connection, with the
 // token read from the host for each operation. It proves nothing about
-// readiness.
+// readiness: a gateway that is stopped or not started yet fails the
+// operation's dial at once.
+//
+// Once the Agent's host and port are known (from its first
+// PrepareRevision, any later verb or Recover: the port is learnt before a
+// verb's long commands) Endpoint answers from memory without the Agent's
+// lock, which a verb holds through its remote commands (a setup run has
+// 60 s, a command CommandTimeout): a file operation must not wait behind
+// them, as on the local and Docker drivers. Before that it takes the lock
+// and finds them on the hosts (remote calls, like any verb's first
+// lookup), unless a verb holding the lock learns them first; an Agent
+// placed nowhere is an error, and so is ctx ending while it waits.
 func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.Endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return compute.Endpoint{}, err
@@ -981,31 +1048,47 @@ func (d *Driver) Endpoint(ctx context.Context, rev compute.Revision) (compute.En
 	if err := checkRevision(rev); err != nil {
 		return compute.Endpoint{}, err
 	}
-	a, err := d.lockAgent(ctx, rev.AgentID)
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return compute.Endpoint{}, errClosed
+	}
+	a := d.agent(rev.AgentID)
+	for {
+		ep, known := a.endpoint()
+		if ep.h != nil {
+			return endpointOf(ep), nil
+		}
+		select {
+		case a.lock <- struct{}{}:
+		case <-known:
+			continue
+		case <-ctx.Done():
+			return compute.Endpoint{}, fmt.Errorf("ssh: waiting for agent %s: %w", rev.AgentID, ctx.Err())
+		}
+		break
+	}
+	defer a.unlock()
+	if ep, _ := a.endpoint(); ep.h != nil {
+		return endpointOf(ep), nil // published by the verb that held the lock
+	}
+	h, err := d.locate(ctx, a, rev.NamespaceID, rev.AgentID, false)
 	if err != nil {
 		return compute.Endpoint{}, err
 	}
-	h, port := a.host, a.port
-	if h == nil || port == 0 {
-		// Known after the first lookup; only then does Endpoint cost
-		// remote calls.
-		h, err = d.locate(ctx, a, rev.NamespaceID, rev.AgentID, false)
-		if err == nil && h == nil {
-			err = fmt.Errorf("ssh: endpoint of agent %s: it is not placed on any host (the revision was never prepared)", rev.AgentID)
-		}
-		if err == nil {
-			port, err = d.port(ctx, a, h, h.agentDir(rev.NamespaceID, rev.AgentID))
-		}
+	if h == nil {
+		return compute.Endpoint{}, fmt.Errorf("ssh: endpoint of agent %s: it is not placed on any host (the revision was never prepared)", rev.AgentID)
 	}
-	a.unlock()
+	port, err := d.port(ctx, a, h, h.agentDir(rev.NamespaceID, rev.AgentID), rev.AgentID)
 	if err != nil {
 		return compute.Endpoint{}, err
 	}
-	return compute.Endpoint{
-		URL:       fmt.Sprintf("ws://127.0.0.1:%d/", port),
-		Transport: compute.Direct,
-		Tunnel:    tunnel{h: h, port: port, agentHash: agentdir.Hash(rev.AgentID)},
-	}, nil
+	return endpointOf(tunnel{h: h, port: port, agentHash: agentdir.Hash(rev.AgentID)}), nil
+}
+
+func endpointOf(t tunnel) compute.Endpoint {
+	return compute.Endpoint{URL: fmt.Sprintf("ws://127.0.0.1:%d/", t.port), Transport: compute.Direct, Tunnel: t}
 }
 
 // tunnel is the compute.Tunnel of one Agent's gateway. It is a comparable
@@ -1081,7 +1164,7 @@ func (d *Driver) recoverAgent(ctx context.Context, h *host, nsID, agentID string
 	defer a.unlock()
 	a.host = h
 	dir := h.agentDir(nsID, agentID)
-	port, err := d.port(ctx, a, h, dir)
+	port, err := d.port(ctx, a, h, dir, agentID)
 	if err != nil {
 		return err
 	}

@@ -22,51 +22,76 @@ import (
 const maxOutput = 64 << 10
 
 // host is one configured machine: its SSH client (dialed on first use,
-// dropped and redialed after a failure), the semaphore bounding sessions
-// and channels, and what was learnt about it on connecting.
+// dropped and redialed after a failure), the semaphores bounding its
+// sessions and its channels to gateways, and what was learnt about it on
+// connecting.
 type host struct {
 	d   *Driver
 	cfg Host
 
+	// sem holds the MaxSessions slots of remote commands: one per exec
+	// session, which sshd's own MaxSessions counts.
 	sem chan struct{}
+	// tunnels holds the slots of direct-tcpip channels to gateways (file
+	// operations, pooled gateway connections, readiness probes). They are
+	// a budget of their own (maxTunnels) because sshd's MaxSessions does
+	// not count them ("MaxSessions 0 ... still permitting forwarding",
+	// sshd_config(5)), and because a pooled connection holds its channel
+	// while idle: sharing sem, eight idle pooled connections left no slot
+	// for any command on the host (prepare, stop, delete, setup waited
+	// until their deadline).
+	tunnels chan struct{}
 
 	// tokens is the long-lived token reader session (tokens.go).
 	tokens hostTokens
 
 	mu      sync.Mutex
 	client  *xssh.Client
-	systemd bool // learnt on connect
-	binOK   bool // the uploaded occ binary matched on this connection
+	dead    chan struct{} // closed when client's connection has ended
+	systemd bool          // learnt on connect
+	binOK   bool          // the uploaded occ binary matched on this connection
 }
 
-// acquire takes one of the host's MaxSessions slots, giving up when ctx
-// ends.
-func (h *host) acquire(ctx context.Context) error {
+// maxTunnels bounds a host's open direct-tcpip channels (host.tunnels).
+// sshd sets no such limit of its own, so this only keeps a burst of file
+// operations from opening channels without end; it is far above the
+// gateway pool's default of 64 connections, so pooled connections leave
+// room for readiness probes and other operations.
+const maxTunnels = 1024
+
+// acquire takes one of the slots of sem (h.sem or h.tunnels; what names
+// it in the error), giving up when ctx ends.
+func (h *host) acquire(ctx context.Context, sem chan struct{}, what string) error {
 	select {
-	case h.sem <- struct{}{}:
+	case sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("ssh: host %s: waiting for a session slot: %w", h.cfg.Name, ctx.Err())
+		return fmt.Errorf("ssh: host %s: waiting for a %s slot: %w", h.cfg.Name, what, ctx.Err())
 	}
 }
-
-func (h *host) release() { <-h.sem }
 
 // conn returns the host's client, dialing it when there is none. The
 // dial and handshake are bounded by ConnectTimeout and ctx; the host key
 // must be the one known_hosts pins.
 func (h *host) conn(ctx context.Context) (*xssh.Client, error) {
+	c, _, err := h.connDead(ctx)
+	return c, err
+}
+
+// connDead is conn, with the channel closed when that client's
+// connection ends (it broke, or was dropped or closed).
+func (h *host) connDead(ctx context.Context) (*xssh.Client, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.client != nil {
-		return h.client, nil
+		return h.client, h.dead, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.d.cfg.ConnectTimeout)
 	defer cancel()
 	var nd net.Dialer
 	raw, err := nd.DialContext(ctx, "tcp", h.cfg.Address)
 	if err != nil {
-		return nil, fmt.Errorf("ssh: host %s: dial: %w", h.cfg.Name, err)
+		return nil, nil, fmt.Errorf("ssh: host %s: dial: %w", h.cfg.Name, err)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = raw.SetDeadline(dl)
@@ -81,30 +106,33 @@ func (h *host) conn(ctx context.Context) (*xssh.Client, error) {
 		var ke *knownhosts.KeyError
 		if errors.As(err, &ke) {
 			if len(ke.Want) == 0 {
-				return nil, fmt.Errorf("ssh: host %s: its host key is not in %s; refusing to connect", h.cfg.Name, h.d.cfg.KnownHostsFile)
+				return nil, nil, fmt.Errorf("ssh: host %s: its host key is not in %s; refusing to connect", h.cfg.Name, h.d.cfg.KnownHostsFile)
 			}
-			return nil, fmt.Errorf("ssh: host %s: its host key differs from the one pinned in %s; refusing to connect", h.cfg.Name, h.d.cfg.KnownHostsFile)
+			return nil, nil, fmt.Errorf("ssh: host %s: its host key differs from the one pinned in %s; refusing to connect", h.cfg.Name, h.d.cfg.KnownHostsFile)
 		}
-		return nil, fmt.Errorf("ssh: host %s: handshake: %w", h.cfg.Name, err)
+		return nil, nil, fmt.Errorf("ssh: host %s: handshake: %w", h.cfg.Name, err)
 	}
 	if !stopped {
 		_ = cc.Close()
-		return nil, fmt.Errorf("ssh: host %s: handshake: %w", h.cfg.Name, ctx.Err())
+		return nil, nil, fmt.Errorf("ssh: host %s: handshake: %w", h.cfg.Name, ctx.Err())
 	}
 	_ = raw.SetDeadline(time.Time{})
 	c := xssh.NewClient(cc, chans, reqs)
-	h.client, h.binOK = c, false
+	dead := make(chan struct{})
+	h.client, h.dead, h.binOK = c, dead, false
 	go func() {
 		// Forget the client when the connection dies, so the next call
-		// dials again.
+		// dials again, and tell its tunnels (slotConn), whose slots are
+		// given back at once.
 		_ = c.Wait()
+		close(dead)
 		h.mu.Lock()
 		if h.client == c {
 			h.client = nil
 		}
 		h.mu.Unlock()
 	}()
-	return c, nil
+	return c, dead, nil
 }
 
 // drop closes c if it is still the host's client (after a failure that
@@ -171,21 +199,31 @@ func (h *host) run(ctx context.Context, op, cmd string, stdin io.Reader) ([]byte
 var errOutputTooLarge = fmt.Errorf("printed more than %d bytes", maxOutput)
 
 // runFor runs cmd (a shell command line for the login shell) with stdin
-// and returns its standard output, at most maxOutput bytes. It holds a
-// session slot while it runs and gives up on the command when ctx, capped
-// by timeout, ends, or as soon as it has printed more than maxOutput bytes
-// on standard output or standard error (wrapping errOutputTooLarge, which
-// wins over the exit status: a command that printed too much and exited
-// non-zero fails for its output, as the reference's maxBuffer does). A
+// and returns its standard output, at most maxOutput bytes. It holds one
+// of the host's MaxSessions slots (runOn) while it runs and gives up on
+// the command when ctx, capped by timeout, ends, or as soon as it has
+// printed more than maxOutput bytes on standard output or standard error
+// (wrapping errOutputTooLarge, which wins over the exit status: a command
+// that printed too much and exited non-zero fails for its output, as the
+// reference's maxBuffer does). A
 // command given up on is ended on the host (abandon) before runFor
 // returns. op names the operation in errors.
 func (h *host) runFor(ctx context.Context, timeout time.Duration, op, cmd string, stdin io.Reader) ([]byte, error) {
+	return h.runOn(ctx, h.sem, timeout, op, cmd, stdin)
+}
+
+// runOn is runFor holding a slot of sem while the command runs, or none
+// when sem is nil: the caller then holds the place the session takes in
+// sshd's MaxSessions (the token reader's, tokens.go).
+func (h *host) runOn(ctx context.Context, sem chan struct{}, timeout time.Duration, op, cmd string, stdin io.Reader) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := h.acquire(ctx); err != nil {
-		return nil, err
+	if sem != nil {
+		if err := h.acquire(ctx, sem, "session"); err != nil {
+			return nil, err
+		}
+		defer func() { <-sem }()
 	}
-	defer h.release()
 	c, err := h.conn(ctx)
 	if err != nil {
 		return nil, err
@@ -465,14 +503,19 @@ func parseSessionLine(line string) (remoteSession, bool) {
 }
 
 // dialLoopback opens a direct-tcpip channel to 127.0.0.1:port on the host,
-// holding a session slot until the returned connection is closed.
+// holding one of the host's tunnel slots (h.tunnels, not a command's)
+// until the returned connection is closed or the SSH connection under it
+// ends, whichever comes first: a pooled gateway connection is closed
+// only when its pool notices, and until then a dead one must not keep
+// the slot.
 func (h *host) dialLoopback(ctx context.Context, port int) (net.Conn, error) {
-	if err := h.acquire(ctx); err != nil {
+	if err := h.acquire(ctx, h.tunnels, "tunnel"); err != nil {
 		return nil, err
 	}
-	c, err := h.conn(ctx)
+	release := sync.OnceFunc(func() { <-h.tunnels })
+	c, dead, err := h.connDead(ctx)
 	if err != nil {
-		h.release()
+		release()
 		return nil, err
 	}
 	// The channel open waits on the host like a session's opening does
@@ -487,20 +530,37 @@ func (h *host) dialLoopback(ctx context.Context, port int) (net.Conn, error) {
 		if nc != nil {
 			_ = nc.Close()
 		}
-		h.release()
+		release()
 		return nil, fmt.Errorf("ssh: host %s: direct-tcpip to the gateway's loopback port: %w", h.cfg.Name, err)
 	}
-	return &slotConn{Conn: nc, release: sync.OnceFunc(h.release)}, nil
+	sc := &slotConn{Conn: nc, release: release, closed: make(chan struct{})}
+	go sc.watch(dead)
+	return sc, nil
 }
 
-// slotConn gives its host's session slot back when closed.
+// slotConn gives its host's tunnel slot back when closed, or as soon as
+// the SSH connection it runs on has ended (its reads and writes fail from
+// then on, as the channel's do).
 type slotConn struct {
 	net.Conn
-	release func()
+	release   func() // idempotent
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// watch releases the slot when dead (the SSH connection's end) comes
+// before Close; it returns on either, so no goroutine outlives both.
+func (c *slotConn) watch(dead <-chan struct{}) {
+	select {
+	case <-dead:
+		c.release()
+	case <-c.closed:
+	}
 }
 
 func (c *slotConn) Close() error {
 	err := c.Conn.Close()
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.release()
 	return err
 }

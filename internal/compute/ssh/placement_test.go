@@ -198,7 +198,7 @@ func TestPlacementAndPortsAreRoots(t *testing.T) {
 		if _, err := h.run(ctx, "layout", shellCmd(scriptLayout, h.cfg.Root, ns, agentdir.Hash(agent), d.cfg.RuntimeUser, string(info)), nil); err != nil {
 			t.Fatal(err)
 		}
-		p, err := d.port(ctx, a, h, h.agentDir(ns, agent))
+		p, err := d.port(ctx, a, h, h.agentDir(ns, agent), agent)
 		if err != nil {
 			t.Fatalf("port of %s: %v", agent, err)
 		}

@@ -273,6 +273,17 @@ func (e *tokenError) Error() string { return "the host refused the token file: "
 
 // tokenReader returns the open reader on the host's current client,
 // opening one if needed.
+//
+// Opening one needs the host check (readyOn) when the connection is new.
+// That check runs in the reader's own place, without a MaxSessions slot:
+// the reader it replaces is closed first (it is dead, or on a connection
+// that is gone, or, rarely, on one whose check has not run: it is then
+// closed and opened again after the check), so the check and the new
+// reader take one session at a time beside the slots, as the reader
+// alone does. Waiting for a slot here, with h.tokens.mu held, made every
+// file operation on the host wait behind the longest commands running on
+// it (a setup run has 60 s), and until their deadline when the slots
+// were all taken.
 func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 	select {
 	case h.tokens.mu <- struct{}{}:
@@ -280,19 +291,22 @@ func (h *host) tokenReader(ctx context.Context) (*tokenReader, error) {
 		return nil, fmt.Errorf("ssh: host %s: waiting for the token reader: %w", h.cfg.Name, ctx.Err())
 	}
 	defer func() { <-h.tokens.mu }()
-	if err := h.ready(ctx); err != nil {
+	h.mu.Lock()
+	cur, checked := h.client, h.binOK
+	h.mu.Unlock()
+	if tr := h.tokens.reader; tr != nil {
+		if checked && tr.client == cur && !tr.dead() {
+			return tr, nil
+		}
+		tr.close()
+		h.tokens.reader = nil
+	}
+	if err := h.readyOn(ctx, nil); err != nil {
 		return nil, err
 	}
 	c, err := h.conn(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if tr := h.tokens.reader; tr != nil {
-		if tr.client == c && !tr.dead() {
-			return tr, nil
-		}
-		tr.close() // dead, or its connection was replaced
-		h.tokens.reader = nil
 	}
 	s, err := h.newSession(c)
 	if err != nil {
