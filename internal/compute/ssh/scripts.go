@@ -24,19 +24,23 @@ if [ -f "$r/bin/occ" ] && [ ! -L "$r/bin/occ" ]; then sha256sum "$r/bin/occ" | c
 `
 
 // scriptUpload writes the binary from stdin, checks its sha256 and only
-// then renames it into place. Args: root sha256.
+// then renames it into place. Args: root sha256. Each upload writes a
+// file of its own (mktemp), so two at once (two host checks on a new
+// connection) cannot write into one file and rename a mix of both; the
+// rename is atomic, so bin/occ is always one whole, checked binary.
 const scriptUpload = `
 set -e
 r=$1 want=$2
 umask 022
 mkdir -p "$r/bin"
 chmod 755 "$r" "$r/bin"
-rm -f "$r/bin/.occ.new"
-cat > "$r/bin/.occ.new"
-chmod 755 "$r/bin/.occ.new"
-got=$(sha256sum "$r/bin/.occ.new" | cut -d' ' -f1)
-if [ "$got" != "$want" ]; then rm -f "$r/bin/.occ.new"; echo "checksum mismatch after upload" >&2; exit 5; fi
-mv -f "$r/bin/.occ.new" "$r/bin/occ"
+t=$(mktemp "$r/bin/.occ.new.XXXXXX")
+trap 'rm -f "$t"' EXIT
+cat > "$t"
+chmod 755 "$t"
+got=$(sha256sum "$t" | cut -d' ' -f1)
+if [ "$got" != "$want" ]; then echo "checksum mismatch after upload" >&2; exit 5; fi
+mv -f "$t" "$r/bin/occ"
 `
 
 // scriptLayout creates the driver's directories and, owned by the runtime

@@ -2,8 +2,10 @@ package ssh
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -298,5 +300,54 @@ func TestSlotBudgets(t *testing.T) {
 				t.Errorf("= %v; want it done within 5 s", err)
 			}
 		})
+	}
+}
+
+// TestConcurrentUploads: two uploads of the binary at once (two host
+// checks on a new connection) each write a file of their own, so bin/occ
+// ends whole and checked, and neither leaves its file behind. With one
+// fixed temporary name both wrote into one file, and one could rename the
+// other's half-written file into place.
+func TestConcurrentUploads(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Root, cfg.RuntimeDir = traversableDir(t), fakeRuntime(t)
+	d, err := New(Options{Config: cfg, Binary: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	h := d.hosts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := func(op, cmd string, stdin io.Reader) ([]byte, error) {
+		return h.runFor(ctx, d.cfg.CommandTimeout, op, cmd, stdin)
+	}
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- h.upload(run) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("upload: %v", err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.Root, "bin", "occ"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != d.binSum {
+		t.Errorf("bin/occ has sha256 %s, want the binary's %s", got, d.binSum)
+	}
+	entries, err := os.ReadDir(filepath.Join(cfg.Root, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"occ"}, names); diff != "" {
+		t.Errorf("bin/ after the uploads (-want +got):\n%s", diff)
 	}
 }
