@@ -20,8 +20,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/openclaw/occ/internal/compute"
-	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/compute/fake"
+	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/server"
 	"github.com/openclaw/occ/internal/store"
