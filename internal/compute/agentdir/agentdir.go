@@ -98,9 +98,16 @@ func (d Dir) Info() (Info, error) {
 	return info, nil
 }
 
-// EnsureToken creates the token file once (32 random bytes, hex, 0600,
-// created exclusively) and returns the token. An existing file is
-// checked, never replaced.
+// EnsureToken creates the token file once (32 random bytes, hex, 0600)
+// and returns the token. An existing file is checked, never replaced.
+//
+// The file appears whole or not at all: the token is written and synced
+// to a temporary file of its own, which is then hard-linked to the token's
+// name (link, unlike rename, fails when the name exists, so a token once
+// there is never replaced) and the directory synced. A crash or a full
+// disk mid-write leaves at most a stray temporary file, never a short
+// token that every later start would refuse as malformed; and callers
+// racing on a new Agent all get the one token that won.
 func (d Dir) EnsureToken() (string, error) {
 	tok, err := d.Token()
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -112,14 +119,24 @@ func (d Dir) EnsureToken() (string, error) {
 	}
 	tok = hex.EncodeToString(raw[:])
 	p := d.Path(FileToken)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(p), "."+FileToken+".tmp-*")
 	if err != nil {
 		return "", fmt.Errorf("create token file: %w", err)
 	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	_, werr := f.WriteString(tok)
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		os.Remove(p)
+	if err := errors.Join(werr, f.Chmod(0o600), f.Sync(), f.Close()); err != nil {
 		return "", fmt.Errorf("write token file: %w", err)
+	}
+	if err := os.Link(tmp, p); errors.Is(err, fs.ErrExist) {
+		return d.Token() // another caller's, whole
+	} else if err != nil {
+		return "", fmt.Errorf("create token file: %w", err)
+	}
+	if dir, err := os.Open(filepath.Dir(p)); err == nil {
+		_ = dir.Sync() // the link survives a crash; best effort
+		_ = dir.Close()
 	}
 	return tok, nil
 }

@@ -47,6 +47,56 @@ func TestEnsureIsOnceAndKeepsTheToken(t *testing.T) {
 	}
 }
 
+// TestEnsureTokenRace: callers racing to create a new Agent's token all
+// get the one token that was created, whole (before, a loser could read
+// the file between its creation and its write, and refuse it as
+// malformed, or fail on its exclusive create), and no temporary file is
+// left beside it.
+func TestEnsureTokenRace(t *testing.T) {
+	for round := range 20 {
+		d := Dir(t.TempDir())
+		const n = 8
+		type result struct {
+			tok string
+			err error
+		}
+		results := make(chan result, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				tok, err := d.EnsureToken()
+				results <- result{tok, err}
+			}()
+		}
+		close(start)
+		var first string
+		for range n {
+			r := <-results
+			if r.err != nil {
+				t.Fatalf("round %d: EnsureToken: %v", round, r.err)
+			}
+			if first == "" {
+				first = r.tok
+			}
+			if r.tok != first {
+				t.Fatalf("round %d: two tokens for one Agent", round)
+			}
+		}
+		entries, err := os.ReadDir(string(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if diff := cmp.Diff([]string{FileToken}, names); diff != "" {
+			t.Fatalf("round %d: the directory after the race (-want +got):\n%s", round, diff)
+		}
+	}
+}
+
 // TestTokenRefusals: a token file that is not the driver's own is an
 // error that never repeats its content, and is never replaced.
 func TestTokenRefusals(t *testing.T) {
