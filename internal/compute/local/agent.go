@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/openclaw/occ/internal/compute/agentdir"
 )
@@ -42,6 +43,12 @@ type agent struct {
 	dir string
 
 	sem chan struct{} // the lock: a one-slot semaphore, so waiting honours a context
+
+	// portMu serializes reading and moving the Agent's port (the port
+	// file and its claim in the port table). Verbs take it under the
+	// Agent's lock; a supervisor restarting a crashed gateway takes it
+	// alone, since it never takes the Agent's lock.
+	portMu sync.Mutex
 
 	loaded bool        // load ran since the record was created or reset
 	sup    *supervisor // the Agent's gateway generation, nil when none

@@ -36,10 +36,16 @@
 // (setuprunner.Verify) before every start, and starts the gateway under a
 // supervisor goroutine. It answers Ready=false (AGENT_GATEWAY_UNAVAILABLE)
 // until GET /readyz answers 200 on the Agent's port and the listener is
-// owned by the process we started; the worker polls it again. One gateway
-// runs per Agent: preparing another revision stops the current gateway and
-// starts the new one. A gateway that exits is restarted with exponential
-// backoff (1 s doubling to 30 s). Five consecutive starts that never reach
+// owned by the process we started (a process already gone owns nothing);
+// the worker polls it again. One gateway runs per Agent: preparing another
+// revision stops the current gateway and starts the new one. A gateway
+// that exits is restarted with exponential backoff (1 s doubling to 30 s).
+// Every start, restarts included, first checks the Agent's port and moves
+// the Agent to a new one (port file, so the Endpoint, and configuration)
+// when another process took it. Setup failures of the host (a timeout,
+// resource exhaustion, I/O) are retryable, and before a restart they only
+// delay it; a verdict on the payload or the workspace is permanent
+// WORKSPACE_SETUP_FAILED. Five consecutive starts that never reach
 // readiness, or two consecutive exits with status 78 (the gateway's
 // "configuration refused"), end the revision with a permanent
 // RUNTIME_FAILED or CONFIGURATION_INVALID. Whenever no gateway runs and a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -133,6 +134,10 @@ type Driver struct {
 	wg     sync.WaitGroup // supervisor goroutines
 
 	onReady atomic.Pointer[func(namespaceID, agentID string)] // NotifyReady's callback
+
+	// verifySetup is setuprunner.Verify; tests replace it (before any
+	// verb runs) to inject verifier failures.
+	verifySetup func(context.Context, workspace.Setup, setuprunner.Options) error
 }
 
 var (
@@ -209,8 +214,9 @@ func New(opts Options) (*Driver, error) {
 	agentsDir := filepath.Join(dataDir, "agents")
 	d := &Driver{
 		o: opts, log: logger.With("driver", ID), agentsDir: agentsDir,
-		http:   newProber(),
-		agents: map[string]*agent{},
+		http:        newProber(),
+		agents:      map[string]*agent{},
+		verifySetup: setuprunner.Verify,
 	}
 	d.reservePersistedPorts()
 	return d, nil
@@ -247,11 +253,14 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) erro
 // never starts a second process for the Agent.
 //
 // Failures: a configuration that conflicts with what OCC controls is
-// CONFIGURATION_INVALID; a setup that the runner refuses or a marker that
-// does not verify is WORKSPACE_SETUP_FAILED; a gateway that keeps failing
-// to start is RUNTIME_FAILED (or CONFIGURATION_INVALID when it refuses its
+// CONFIGURATION_INVALID; a setup that the runner refuses (an invalid
+// payload, a workspace that conflicts or is unsafe) or a marker that does
+// not verify is WORKSPACE_SETUP_FAILED; a gateway that keeps failing to
+// start is RUNTIME_FAILED (or CONFIGURATION_INVALID when it refuses its
 // configuration); a revision older than the serving one is RUNTIME_FAILED.
-// All are permanent. A done context and I/O errors are retryable.
+// All are permanent. A done context, I/O errors and setup runs that failed
+// for a reason outside the workspace (setupTransient: a native setup
+// timeout, resource exhaustion, an I/O error) are retryable.
 func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
 	if err := ctx.Err(); err != nil {
 		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
@@ -304,7 +313,10 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 	if err := d.stopGateway(ctx, a); err != nil {
 		return compute.PrepareResult{}, err
 	}
-	if p, err := d.freePort(a, port); err != nil {
+	// Read the port again now that no gateway runs: the stopped
+	// supervisor may have moved it while restarting (startPort), and it
+	// may have been taken since it was read above.
+	if p, err := d.startPort(a); err != nil {
 		return compute.PrepareResult{}, err
 	} else if p != port {
 		port = p
@@ -366,22 +378,64 @@ func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *
 
 // verify runs the setup verifier: the marker must exist and match.
 func (d *Driver) verify(ctx context.Context, a *agent, id workspace.Setup) error {
-	if err := setuprunner.Verify(ctx, id, d.setupOptions(a)); err != nil {
+	if err := d.verifySetup(ctx, id, d.setupOptions(a)); err != nil {
 		return d.setupError(ctx, "verify", err)
 	}
 	return nil
 }
 
-// setupError classifies a runner failure: the caller's context ending is
-// retryable, anything the runner refused is permanent.
+// setupError classifies a runner failure. The caller's context ending is
+// retryable, and so is a failure setupTransient recognizes (the same run
+// may succeed later). Anything else the runner refused is a verdict on the
+// payload or the workspace and is permanent WORKSPACE_SETUP_FAILED: a
+// retry would fail the same way, and a workspace that does not verify
+// must not serve.
 func (d *Driver) setupError(ctx context.Context, step string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("local: workspace setup %s: %w", step, ctx.Err())
 	}
-	if errors.Is(err, setuprunner.ErrFailed) {
+	if errors.Is(err, setuprunner.ErrFailed) && !setupTransient(err) {
 		return compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("local: workspace setup %s: %w", step, err))
 	}
-	return fmt.Errorf("local: workspace setup %s: %w", step, err)
+	return fmt.Errorf("local: workspace setup %s (retryable): %w", step, err)
+}
+
+// transientErrnos are the system errors that describe the host's state
+// (resources, the disk) rather than the workspace: retrying may succeed.
+// Others (a symbolic link met with O_NOFOLLOW, a non-directory, a missing
+// or non-executable runtime, a permission refused) stay as they are until
+// someone changes the workspace or the installation.
+var transientErrnos = map[syscall.Errno]bool{
+	syscall.EINTR: true, syscall.EAGAIN: true, syscall.EBUSY: true, syscall.ETXTBSY: true,
+	syscall.ENOMEM: true, syscall.ENOBUFS: true, syscall.EMFILE: true, syscall.ENFILE: true,
+	syscall.ENOSPC: true, syscall.EDQUOT: true, syscall.EIO: true, syscall.ESTALE: true,
+	syscall.ETIMEDOUT: true,
+}
+
+// setupTransient reports whether a setup runner failure may pass on its
+// own. The runner wraps ErrFailed around every failure and, when there is
+// one, the cause (errors.Is/As see both): a rule the payload or the
+// workspace breaks (files that differ, a conflict, a symbolic link, a
+// missing or different marker, bad input, too much output) has no cause,
+// while a failure of the host keeps its cause. Transient: a deadline (the
+// native setup timeout or the verifier's), a transient errno, and native
+// setup killed by a signal it did not get from the runner (the OOM
+// killer; the runner's own kills end as a timeout or too much output). A
+// native setup that exits with a status is taken at its word: permanent.
+func setupTransient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return transientErrnos[errno]
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		ws, ok := exit.Sys().(syscall.WaitStatus)
+		return ok && ws.Signaled()
+	}
+	return false
 }
 
 func (d *Driver) setupOptions(a *agent) setuprunner.Options {
@@ -691,10 +745,7 @@ func (d *Driver) ensureServing(a *agent) {
 		d.log.Warn("local: could not stop the failed gateway", "agent", a.id, "error", err)
 		return
 	}
-	port, err := d.ensurePort(a)
-	if err == nil {
-		port, err = d.freePort(a, port)
-	}
+	port, err := d.startPort(a)
 	if err != nil {
 		d.log.Warn("local: no port for the serving revision", "agent", a.id, "error", err)
 		return
@@ -711,7 +762,9 @@ func (d *Driver) ensureServing(a *agent) {
 	}
 	if id != nil {
 		if err := d.verify(ctx, a, *id); err != nil {
-			d.log.Warn("local: serving revision: workspace setup does not verify; not starting it", "agent", a.id, "error", err)
+			// Permanent or transient, it does not start: a transient
+			// failure is tried again by the next Prepare or Recover.
+			d.log.Warn("local: serving revision: workspace setup not verified; not starting it", "agent", a.id, "error", err)
 			return
 		}
 	}

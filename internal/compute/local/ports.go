@@ -91,9 +91,16 @@ func (d *Driver) inRange(p int) bool { return p >= d.o.PortRange[0] && p <= d.o.
 var errNoPort = errors.New("local: no free port left in the port range")
 
 // ensurePort returns the Agent's port, assigning and persisting one when
-// it has none (or one outside the configured range). The caller holds the
-// Agent's lock.
+// it has none (or one outside the configured range, or one another Agent
+// holds). It takes the Agent's port lock: the supervisor moves the port
+// of a restarting gateway without the Agent's lock (startPort).
 func (d *Driver) ensurePort(a *agent) (int, error) {
+	a.portMu.Lock()
+	defer a.portMu.Unlock()
+	return d.ensurePortLocked(a)
+}
+
+func (d *Driver) ensurePortLocked(a *agent) (int, error) {
 	p, err := a.files().Port()
 	if err != nil {
 		return 0, fmt.Errorf("local: read port: %w", err)
@@ -104,11 +111,25 @@ func (d *Driver) ensurePort(a *agent) (int, error) {
 	return d.assignPort(a, p)
 }
 
-// freePort makes sure the Agent's port can be bound now, just before its
-// gateway starts (no gateway of this Agent runs then). A port taken by
-// something else is replaced by a new one, persisted: the Endpoint moves,
-// which clients learn on their next operation.
-func (d *Driver) freePort(a *agent, p int) (int, error) {
+// startPort returns the port the Agent's next gateway must listen on. It
+// is called just before every start, the supervisor's restarts included,
+// when no gateway of this Agent runs: the persisted port (ensurePort) if
+// it can be bound now, else a new one, persisted, so that the Endpoint
+// (read from the port file) moves with it and never names a port another
+// process took while the gateway was down. The caller updates the
+// rendered configuration. Errors (no free port, the port file unwritable)
+// leave the persisted port as it was; the caller counts a failed start.
+//
+// The check cannot reserve the port: another process can still bind it
+// before the gateway does. The gateway then exits ("address in use") and
+// the next restart checks again.
+func (d *Driver) startPort(a *agent) (int, error) {
+	a.portMu.Lock()
+	defer a.portMu.Unlock()
+	p, err := d.ensurePortLocked(a)
+	if err != nil {
+		return 0, err
+	}
 	if portBindable(p) {
 		return p, nil
 	}
@@ -117,7 +138,8 @@ func (d *Driver) freePort(a *agent, p int) (int, error) {
 }
 
 // assignPort picks the first port in range that no Agent owns and that
-// can be bound, claims and persists it, and releases old.
+// can be bound, claims and persists it, and releases old. The caller holds
+// a.portMu.
 func (d *Driver) assignPort(a *agent, old int) (int, error) {
 	for p := d.o.PortRange[0]; p <= d.o.PortRange[1]; p++ {
 		if p == old || !ports.claim(p, a.dir) {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/openclaw/occ/internal/compute"
-	"github.com/openclaw/occ/internal/setuprunner"
 )
 
 // Supervision constants. They are not options: they shape failure
@@ -123,9 +122,12 @@ const (
 // stops it on request. Verbs only read its state and request a stop; the
 // goroutine in run owns the process.
 type supervisor struct {
-	d    *Driver
-	a    *agent // paths and id only: the supervisor never takes the Agent's lock
-	rev  revInfo
+	d   *Driver
+	a   *agent // paths, id and port lock only: the supervisor never takes the Agent's lock
+	rev revInfo
+	// port is where the gateway listens. Only the run goroutine uses it
+	// after startSupervisor; spawn moves it when another process took it
+	// while the gateway was down (startPort).
 	port int
 
 	ctx      context.Context // ends on stop or detach
@@ -141,10 +143,14 @@ type supervisor struct {
 	proc     *procHandle
 	attempts int // consecutive failed starts
 	cfgExits int // consecutive exits with exitConfig
-	lastExit string
-	retryAt  time.Time
-	fail     error
-	startAt  time.Time
+	// verifyFails counts consecutive transient failures of the setup
+	// verifier before a restart; they grow the backoff but are not
+	// failed starts.
+	verifyFails int
+	lastExit    string
+	retryAt     time.Time
+	fail        error
+	startAt     time.Time
 }
 
 // startSupervisor makes s the Agent's supervisor and starts it; adopted
@@ -301,9 +307,31 @@ func (s *supervisor) run(p *procHandle) {
 			}
 			if restart {
 				if err := s.verifyBeforeRestart(); err != nil {
-					s.giveUp(err)
-					return
+					if _, permanent := compute.AsPermanent(err); permanent {
+						s.giveUp(err)
+						return
+					}
+					// Transient (a timeout, resource exhaustion, an I/O
+					// error): the workspace may be fine. Not starting is
+					// safe; giving up would leave a serving Agent down
+					// for good (ensureServing does not restart a failed
+					// serving revision). Wait and verify again, without
+					// limit and without counting a failed start.
+					s.d.log.Warn("local: workspace setup could not be verified; retrying", "agent", s.a.id, "revision", s.rev.ID, "error", err)
+					s.note("workspace setup could not be verified (%v); retrying", err)
+					s.mu.Lock()
+					s.verifyFails++
+					s.lastExit = "its workspace setup could not be verified"
+					s.mu.Unlock()
+					if !s.backoff() {
+						s.finish(nil)
+						return
+					}
+					continue
 				}
+				s.mu.Lock()
+				s.verifyFails = 0
+				s.mu.Unlock()
 				if s.stopping() {
 					s.finish(nil)
 					return
@@ -449,6 +477,12 @@ func (s *supervisor) watch(p *procHandle) outcome {
 // process's own, so that another process on the port cannot pass for our
 // gateway; while ours answers it holds the port and nobody else can bind
 // it, so the health probes of a healthy gateway skip that /proc scan.
+//
+// When the check cannot be made it is skipped (no /proc), except when our
+// process is gone: then /proc/<pid>/fd is unreadable, and whatever answers
+// on the port is someone else's. A gateway that exits at once because the
+// port was taken ("address in use") must not be reported ready for the
+// listener that took it.
 func (s *supervisor) probe(p *procHandle, checkOwner bool) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, probeLimit)
 	defer cancel()
@@ -459,6 +493,9 @@ func (s *supervisor) probe(p *procHandle, checkOwner bool) bool {
 		return true
 	}
 	owned, checked := listenerOwned(p.pid, s.port)
+	if !checked && (p.gone() || !procAlive(p.pid, p.start)) {
+		return false
+	}
 	return owned || !checked
 }
 
@@ -489,11 +526,12 @@ func (s *supervisor) failedStart(why string, status int) bool {
 	return true
 }
 
-// backoff waits before the next start: 1 s doubling to 30 s. It reports
-// false when a stop or detach came first.
+// backoff waits before the next start: 1 s doubling to 30 s with each
+// failed start or transient verify failure. It reports false when a stop
+// or detach came first.
 func (s *supervisor) backoff() bool {
 	s.mu.Lock()
-	wait := backoffMin << min(s.attempts-1, 10)
+	wait := backoffMin << min(max(s.attempts, s.verifyFails)-1, 10)
 	wait = min(max(wait, backoffMin), backoffMax)
 	s.phase, s.retryAt = phaseBackoff, time.Now().Add(wait)
 	s.mu.Unlock()
@@ -537,19 +575,26 @@ func (s *supervisor) finish(p *procHandle) {
 }
 
 // verifyBeforeRestart runs the setup verifier before a restart, as before
-// the first start: a workspace whose marker vanished must not serve.
+// the first start: a workspace whose marker vanished must not serve. A
+// verdict on the workspace (marker missing or different, a symbolic link,
+// ...) is a permanent WORKSPACE_SETUP_FAILED; a failure that says nothing
+// about it (setupTransient: a timeout, resource exhaustion, an I/O error,
+// an unreadable identity file) is returned as a plain, retryable error.
 func (s *supervisor) verifyBeforeRestart() error {
 	id, err := s.a.files().Identity()
-	if err != nil || id == nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("local: read the setup identity: %w", err)
+	}
+	if id == nil {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.d.o.SetupTimeout)
 	defer cancel()
-	if err := setuprunner.Verify(ctx, *id, s.d.setupOptions(s.a)); err != nil {
+	if err := s.d.verifySetup(ctx, *id, s.d.setupOptions(s.a)); err != nil {
 		if s.ctx.Err() != nil {
 			return nil // stopping anyway; the loop notices
 		}
-		return compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("local: workspace setup verify: %w", err))
+		return s.d.setupError(s.ctx, "verify", err)
 	}
 	return nil
 }
@@ -564,6 +609,26 @@ func (s *supervisor) verifyBeforeRestart() error {
 func (s *supervisor) spawn() (*procHandle, error) {
 	if s.rev.ConfigPath == "" {
 		return nil, errors.New("local: the revision's configuration is gone")
+	}
+	// Check the port before every start, restarts included: another
+	// process may have bound it while the gateway was down, and then
+	// every start on it would exit "address in use" until the revision
+	// failed. A new port is persisted first (the Endpoint names it from
+	// now on), then written into the configuration; a failure here is a
+	// failed start, and the next one converges (the port file already
+	// holds the new port, so the configuration is updated then).
+	port, err := s.d.startPort(s.a)
+	if err != nil {
+		return nil, fmt.Errorf("local: port for the gateway: %w", err)
+	}
+	if err := repointConfig(s.rev.ConfigPath, port); err != nil {
+		return nil, fmt.Errorf("local: update the configuration's port: %w", err)
+	}
+	if port != s.port {
+		s.d.log.Warn("local: the gateway's port was taken while it was down; moved", "agent", s.a.id, "revision", s.rev.ID,
+			"from", s.port, "to", port)
+		s.note("port %d was taken by another process; the gateway moves to port %d", s.port, port)
+		s.port = port
 	}
 	logf, err := os.OpenFile(s.a.path(fileLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
