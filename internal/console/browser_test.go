@@ -298,11 +298,13 @@ func (b *browser) submitAgent(ns string) string {
 	return strings.TrimPrefix(b.path(), "/console/namespaces/"+ns+"/agents/")
 }
 
-// deploy clicks Deploy and watches the page report success.
+// deploy double-clicks Deploy and watches the page report success.
 func (b *browser) deploy(d time.Duration) {
 	b.t.Helper()
 	b.waitJS(10*time.Second, `!document.querySelector("#deploy").disabled && document.querySelector("#agent-facts dd")`, "the Agent page")
-	b.click("#deploy")
+	// Clicked twice at once: Deploy is off while its request is out, so
+	// one deployment (one revision) follows.
+	b.js(`const d = document.querySelector("#deploy"); d.click(); d.click()`)
 	b.waitJS(10*time.Second, `/Revision \d+: (queued|running|succeeded)/.test(document.querySelector("#deployment").textContent)`, "the deployment's progress")
 	b.waitJS(d, `/succeeded|failed/.test(document.querySelector("#deployment").textContent)`, "the deployment to end")
 	if got := b.text("#deployment"); !strings.Contains(got, "succeeded") {
@@ -353,4 +355,17 @@ func (b *browser) editSaveReload(ns, agent, name, content string) {
 	if !b.saveDisabled() {
 		b.t.Errorf("%s: Save enabled after discarding", name)
 	}
+}
+
+// focused reports whether the element sel has the focus.
+func (b *browser) focused(sel string) bool {
+	b.t.Helper()
+	return eval[bool](b, fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, sel))
+}
+
+// lastRequest is the URL of the page's latest finished request whose URL
+// contains part ("" when none), from the Resource Timing entries.
+func (b *browser) lastRequest(part string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`performance.getEntriesByType("resource").map(e => e.name).filter(n => n.includes(%q)).pop() || ""`, part))
 }

@@ -3,9 +3,11 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,7 +100,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := b.text("#count-SOUL\\.md"); got != "16,385 / 16,384 bytes: is longer than 16,384 bytes" {
 		t.Errorf("SOUL.md counter one byte past the limit = %q", got)
 	}
+	// The counters are not live regions (they would speak on every
+	// keystroke); crossing the limit is announced once, either way.
+	if eval[bool](b, `[...document.querySelectorAll(".count")].some(e => e.hasAttribute("aria-live"))`) {
+		t.Error("a byte counter of the create form is an aria-live region")
+	}
+	if got := b.text("#count-live"); got != "SOUL.md is longer than 16,384 bytes." {
+		t.Errorf("the announcement past the limit = %q", got)
+	}
 	b.setValue("#init-SOUL\\.md", soul)
+	if got := b.text("#count-live"); got != "SOUL.md is within the limit again." {
+		t.Errorf("the announcement back under the limit = %q", got)
+	}
 	b.page("agent-new")
 	files := map[string]string{
 		"AGENTS.md":   "# Agents, edited in the Console\n",
@@ -126,6 +139,11 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	b.deploy(60 * time.Second)
 	b.waitJS(10*time.Second, `document.querySelector("#revisions tbody tr td").textContent === "1" && document.querySelector("#revisions tbody tr").cells[4].textContent === "succeeded"`, "revision 1 succeeded in the revisions table")
+	// deploy clicked Deploy twice at once: one request, one revision.
+	var revs struct{ Items []struct{ ID string } }
+	if code, _ := s.api("GET", "/namespaces/"+ns+"/agents/"+agent+"/revisions", nil, admin, nil, &revs); code != 200 || len(revs.Items) != 1 {
+		t.Errorf("revisions after a double click on Deploy: %d, %d revisions; want 1", code, len(revs.Items))
+	}
 	b.page("agent")
 	// The delivered setup holds the four files as typed, with LF newlines.
 	var delivered map[string]string
@@ -149,6 +167,79 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	b.page("file")
 
+	// The editor's counter is not a live region; crossing the limit is
+	// announced once.
+	if eval[bool](b, `document.querySelector("#file-count").hasAttribute("aria-live")`) {
+		t.Error("the editor's byte counter is an aria-live region")
+	}
+	b.setValue("#editor", strings.Repeat("x", 16385))
+	b.setValue("#editor", strings.Repeat("x", 16386))
+	if got := b.text("#count-live"); got != "SOUL.md is longer than 16,384 bytes." {
+		t.Errorf("the editor's announcement past the limit = %q", got)
+	}
+	b.setValue("#editor", "short\n")
+	if got := b.text("#count-live"); got != "SOUL.md is within the limit again." {
+		t.Errorf("the editor's announcement back under the limit = %q", got)
+	}
+	b.click("#discard")
+
+	// A file with CR and CRLF line endings is not "edited" by loading it
+	// (the textarea shows LF): Save and Discard stay off and leaving does
+	// not ask; a hint says that saving writes LF, which a save does.
+	gw.PutFile("AGENTS.md", "one\r\ntwo\rthree\n")
+	b.openEditor(ns, agent, "AGENTS.md")
+	if !b.saveDisabled() || !eval[bool](b, `document.querySelector("#discard").disabled`) {
+		t.Error("an unedited CRLF file: Save or Discard enabled")
+	}
+	if eval[bool](b, `(() => { const e = new Event("beforeunload", {cancelable: true}); window.dispatchEvent(e); return e.defaultPrevented; })()`) {
+		t.Error("leaving an unedited CRLF file asks")
+	}
+	if !eval[bool](b, `!document.querySelector("#file-eol").hidden`) || !strings.Contains(b.text("#file-eol"), "saving writes LF") {
+		t.Errorf("no hint that saving converts CR/CRLF to LF: %q", b.text("#file-eol"))
+	}
+	b.setValue("#editor", b.value("#editor")+"four\n")
+	b.click("#save")
+	b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "Saved."`, "saving the CRLF file")
+	if got, _ := gw.File("AGENTS.md"); got != "one\ntwo\nthree\nfour\n" {
+		t.Errorf("gateway AGENTS.md = %q after the save; want LF line endings", got)
+	}
+	if !eval[bool](b, `document.querySelector("#file-eol").hidden`) {
+		t.Error("the CR/CRLF hint stays after saving LF line endings")
+	}
+
+	// A file missing at load has no hash to compare with: before writing,
+	// the page reads it again. Created meanwhile, it shows the conflict
+	// (nothing overwritten); still missing, the save creates it.
+	if _, ok := gw.File("USER.md"); ok {
+		t.Fatal("USER.md exists on the fake gateway; this check needs a missing file")
+	}
+	b.openEditor(ns, agent, "USER.md")
+	if got := b.text("#status"); !strings.Contains(got, "does not exist") {
+		t.Errorf("USER.md status = %q; want it missing", got)
+	}
+	gw.PutFile("USER.md", "created meanwhile\n")
+	b.setValue("#editor", "mine, a new file\n")
+	b.click("#save")
+	b.waitJS(10*time.Second, `!document.querySelector("#conflict").hidden`, "the conflict with a file created meanwhile")
+	if th, yo := b.value("#theirs"), b.value("#yours"); th != "created meanwhile\n" || yo != "mine, a new file\n" {
+		t.Errorf("conflict view for a created file: theirs %q, yours %q", th, yo)
+	}
+	if got, _ := gw.File("USER.md"); got != "created meanwhile\n" {
+		t.Errorf("gateway USER.md = %q; a save without a hash overwrote a file created meanwhile", got)
+	}
+	b.click("#take-yours")
+	b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "Saved."`, "keeping mine over the created file")
+	if got, _ := gw.File("USER.md"); got != "mine, a new file\n" {
+		t.Errorf("gateway USER.md = %q after keeping mine", got)
+	}
+	b.openEditor(ns, agent, "IDENTITY.md")
+	b.setValue("#editor", "a created identity\n")
+	b.click("#save")
+	b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "Saved."`, "creating IDENTITY.md")
+	if got, _ := gw.File("IDENTITY.md"); got != "a created identity\n" {
+		t.Errorf("gateway IDENTITY.md = %q after creating it", got)
+	}
+
 	// 412: someone writes through the API after the page loaded.
 	b.openEditor(ns, agent, "SOUL.md")
 	if code, _ := s.api("PUT", "/namespaces/"+ns+"/agents/"+agent+"/workspace/files/SOUL.md", map[string]string{"content": "theirs\n"}, admin, nil, nil); code != 200 {
@@ -161,25 +252,33 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("conflict view: theirs %q, yours %q", th, yo)
 	}
 	b.page("file-conflict")
-	// Clicked twice at once: one save (the frame count below).
-	b.js(`document.querySelector("#take-yours").click(); document.querySelector("#take-yours").click()`)
+	// Clicked twice at once: one save (the frame count below). The focus
+	// was on the button; it goes to the editor, not to <body>.
+	b.js(`const y = document.querySelector("#take-yours"); y.focus(); y.click(); y.click()`)
 	b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "Saved."`, "saving mine against the new hash")
 	if got, _ := gw.File("SOUL.md"); got != "mine\n" {
 		t.Errorf("gateway SOUL.md = %q after keeping mine", got)
+	}
+	if !b.focused("#editor") {
+		t.Errorf("after Keep yours the focus is on %s; want the editor", eval[string](b, `document.activeElement.tagName + "#" + document.activeElement.id`))
 	}
 	// A second conflict, resolved by taking theirs.
 	gw.PutFile("SOUL.md", "theirs again\n")
 	b.setValue("#editor", "mine again\n")
 	b.click("#save")
 	b.waitJS(10*time.Second, `!document.querySelector("#conflict").hidden`, "the second conflict")
-	b.click("#take-theirs")
+	b.js(`const t = document.querySelector("#take-theirs"); t.focus(); t.click()`)
 	if got := b.value("#editor"); got != "theirs again\n" || !b.saveDisabled() {
 		t.Errorf("after taking theirs: editor %q, save disabled %v", got, b.saveDisabled())
+	}
+	time.Sleep(200 * time.Millisecond) // a hidden element's focus is dropped at the next rendering
+	if !b.focused("#editor") {
+		t.Errorf("after Take theirs the focus is on %s; want the editor", eval[string](b, `document.activeElement.tagName + "#" + document.activeElement.id`))
 	}
 
 	// UNKNOWN_OUTCOME: the gateway drops the connection after the write
 	// (it applied it). Saving stays blocked until a reload, which says the
-	// write was applied.
+	// write was applied; the text edited since is kept beside the file.
 	gw.SetFault("agents.files.set", gwtest.FaultClose)
 	b.setValue("#editor", "maybe\n")
 	b.click("#save")
@@ -190,18 +289,102 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	gw.SetFault("agents.files.set", gwtest.FaultNone)
 	b.click("#reload")
-	b.waitJS(5*time.Second, `document.querySelector("#confirm").open`, "the question before discarding unsaved text")
-	b.click("#confirm-ok")
 	b.waitJS(10*time.Second, `/earlier save was applied/.test(document.querySelector("#status").textContent)`, "the resolution after reload")
-	if n := gw.Frames("agents.files.set"); n != 6 {
-		t.Errorf("gateway set frames = %d; want 6 (one by the API, five by the page; never replayed)", n)
+	if eval[bool](b, `document.querySelector("#confirm").open`) {
+		t.Error("the reload after an unknown outcome asks to discard the text it keeps")
 	}
+	if th, yo, ed := b.value("#theirs"), b.value("#yours"), b.value("#editor"); th != "maybe\n" || yo != "maybe, edited further\n" || ed != yo {
+		t.Errorf("after an applied unknown outcome: theirs %q, yours %q, editor %q; want the file and the text edited since", th, yo, ed)
+	}
+	b.click("#take-theirs")
 	// Leaving with unsaved changes asks: the page registers beforeunload.
 	b.setValue("#editor", "unsaved\n")
 	if !eval[bool](b, `(() => { const e = new Event("beforeunload", {cancelable: true}); window.dispatchEvent(e); return e.defaultPrevented; })()`) {
 		t.Error("leaving with unsaved changes does not ask")
 	}
 	b.click("#discard")
+
+	// A save that hangs until OCC's deadline: Reload is off while it is
+	// out, the outcome is unknown (not applied: the fake applies nothing
+	// when it hangs), and the reload keeps the text: it is shown beside
+	// the current file and saved again only on Keep yours.
+	b.openEditor(ns, agent, "USER.md")
+	hint := b.text("#file-hint")
+	gw.SetFault("agents.files.set", gwtest.FaultHang)
+	b.setValue("#editor", "sent while it hung\n")
+	b.click("#save")
+	b.waitJS(5*time.Second, `document.querySelector("#status").textContent === "Saving…"`, "the save in flight")
+	if !eval[bool](b, `document.querySelector("#reload").disabled`) {
+		t.Error("Reload enabled while a save is in flight")
+	}
+	b.waitJS(15*time.Second, `/outcome of the save is unknown/.test(document.querySelector("#alert").textContent)`, "the unknown outcome of the hung save")
+	if got := b.text("#file-hint"); !strings.Contains(got, "blocked until you reload") {
+		t.Errorf("hint after an unknown outcome = %q", got)
+	}
+	gw.SetFault("agents.files.set", gwtest.FaultNone)
+	b.click("#reload")
+	b.waitJS(10*time.Second, `/earlier save was not applied/.test(document.querySelector("#status").textContent)`, "the resolution of the hung save")
+	if eval[bool](b, `document.querySelector("#confirm").open`) {
+		t.Error("the reload after an unknown outcome asks to discard the text it keeps")
+	}
+	if th, yo, ed := b.value("#theirs"), b.value("#yours"), b.value("#editor"); !eval[bool](b, `!document.querySelector("#conflict").hidden`) ||
+		th != "mine, a new file\n" || yo != "sent while it hung\n" || ed != yo {
+		t.Errorf("after an unknown outcome not applied: theirs %q, yours %q, editor %q; want the file beside the text sent", th, yo, ed)
+	}
+	if got := b.text("#file-hint"); got != hint {
+		t.Errorf("hint after the unknown outcome was settled = %q; want %q", got, hint)
+	}
+	if got, _ := gw.File("USER.md"); got != "mine, a new file\n" {
+		t.Errorf("gateway USER.md = %q after settling; the page must not resend by itself", got)
+	}
+	b.click("#take-yours")
+	b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "Saved."`, "keeping the text of the unknown outcome")
+	if got, _ := gw.File("USER.md"); got != "sent while it hung\n" {
+		t.Errorf("gateway USER.md = %q after keeping mine", got)
+	}
+	if n := gw.Frames("agents.files.set"); n != 11 {
+		t.Errorf("gateway set frames = %d; want 11 (one by the API, ten by the page; never replayed)", n)
+	}
+
+	// A 401 on save (the session ended): admission refused it, nothing
+	// was written; the page says so, not "unknown outcome", and goes to
+	// sign-in. What the page says before it leaves is posted (keepalive)
+	// to a path the test's server hook records.
+	b.openEditor(ns, agent, "USER.md")
+	var (
+		probeMu sync.Mutex
+		probes  []string
+	)
+	s.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/test-probe" {
+			return false
+		}
+		body, _ := io.ReadAll(r.Body)
+		probeMu.Lock()
+		probes = append(probes, string(body))
+		probeMu.Unlock()
+		w.WriteHeader(204)
+		return true
+	})
+	b.js(`const a = document.querySelector("#alert"); new MutationObserver(() => { fetch("/test-probe", {method: "POST", body: a.textContent, keepalive: true}) }).observe(a, {childList: true, characterData: true, subtree: true})`)
+	if !eval[bool](b, `fetch("/api/auth/sign-out", {method: "POST"}).then(r => r.ok)`) {
+		t.Fatal("signing the page's session out")
+	}
+	b.setValue("#editor", "after the session ended\n")
+	b.click("#save")
+	b.waitJS(10*time.Second, `location.pathname === "/console/sign-in"`, "sign-in after a 401 on save")
+	time.Sleep(500 * time.Millisecond) // the last probes land
+	s.setIntercept(nil)
+	probeMu.Lock()
+	said := strings.Join(probes, " | ")
+	probeMu.Unlock()
+	if !strings.Contains(said, "session has ended, so nothing was written") || strings.Contains(said, "unknown") {
+		t.Errorf("the page said %q on a 401 save; want that nothing was written", said)
+	}
+	if got, _ := gw.File("USER.md"); got != "sent while it hung\n" {
+		t.Errorf("gateway USER.md = %q after a 401", got)
+	}
+	b.signIn(adminEmail, adminPassword)
 
 	// The audit log: filters and pagination.
 	b.open("/console/audit")
@@ -215,10 +398,117 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.click("#audit-apply")
 	b.waitJS(10*time.Second, `!document.querySelector("#audit-next").disabled`, "a next page")
 	first := b.text("#audit tbody tr td")
+	// An action typed but not applied: Next page keeps the shown filters.
+	b.setValue("#f-action", "no.such.action")
 	b.click("#audit-next")
 	b.waitJS(10*time.Second, `/page 2/.test(document.querySelector("#status").textContent)`, "page 2")
-	if b.text("#audit tbody tr td") == first {
-		t.Error("the audit log's second page starts with the first page's event")
+	if got := b.text("#audit tbody tr td"); got == first || got == "No events match." {
+		t.Errorf("the audit log's second page starts with %q (the first page's %q)", got, first)
+	}
+	if u := b.lastRequest("/audit-events"); strings.Contains(u, "action=") || !strings.Contains(u, "limit=10") {
+		t.Errorf("Next page read %s; want the shown page's filters", u)
+	}
+	// since, until and withoutOutcome, as the API has them.
+	b.setValue("#f-action", "")
+	b.js(`document.querySelector("#f-withoutOutcome").checked = true`)
+	b.click("#audit-apply")
+	b.waitJS(10*time.Second, `/^\d+ events\.$/.test(document.querySelector("#status").textContent)`, "the attempts without an outcome")
+	if u := b.lastRequest("/audit-events"); !strings.Contains(u, "withoutOutcome=true") {
+		t.Errorf("withoutOutcome: the page read %s", u)
+	}
+	if !eval[bool](b, `[...document.querySelectorAll("#audit tbody tr")].every(r => r.cells.length === 1 || r.cells[5].textContent === "attempted")`) {
+		t.Error("withoutOutcome lists events other than attempts")
+	}
+	b.js(`document.querySelector("#f-withoutOutcome").checked = false`)
+	for _, f := range []struct{ id, value string }{{"#f-since", "2999-01-01T00:00:00"}, {"#f-until", "2000-01-01T00:00:00"}} {
+		b.setValue(f.id, f.value)
+		b.js(`document.querySelector("#status").textContent = ""`)
+		b.click("#audit-apply")
+		b.waitJS(10*time.Second, `document.querySelector("#status").textContent === "0 events."`, "no events "+f.id)
+		if u := b.lastRequest("/audit-events"); !strings.Contains(u, strings.TrimPrefix(f.id, "#f-")+"=") {
+			t.Errorf("%s: the page read %s", f.id, u)
+		}
+		b.setValue(f.id, "")
+	}
+
+	// Sign-out that fails (the connection dropped, then a 500) stays on
+	// the page and says so.
+	b.open("/console/namespaces")
+	for _, fail := range []func(http.ResponseWriter){
+		func(w http.ResponseWriter) {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
+		},
+		func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(500)
+			fmt.Fprint(w, `{"error":{"code":"INTERNAL","message":"Broken."}}`)
+		},
+	} {
+		s.setIntercept(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.URL.Path != "/api/auth/sign-out" {
+				return false
+			}
+			fail(w)
+			return true
+		})
+		b.js(`document.querySelector("#alert").textContent = ""`)
+		b.click("#sign-out")
+		b.waitJS(10*time.Second, `/Sign-out failed/.test(document.querySelector("#alert").textContent)`, "the failed sign-out")
+		time.Sleep(300 * time.Millisecond)
+		if p := b.path(); p != "/console/namespaces" {
+			t.Errorf("a failed sign-out left the page for %s", p)
+		}
+	}
+	s.setIntercept(nil)
+
+	// The Namespaces page follows a transitional Namespace every second
+	// without taking the focus from a row: it rebuilds the table only when
+	// something changed, and then gives the focus to the same control.
+	var stuck struct{ ID string }
+	if code, _ := s.api("POST", "/namespaces", map[string]string{"name": "stuck"}, admin, nil, &stuck); code != 201 {
+		t.Fatalf("creating Namespace stuck: %d", code)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var n struct{ Status string }
+		s.api("GET", "/namespaces/"+stuck.ID, nil, admin, nil, &n)
+		if n.Status == "ready" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Namespace stuck: %q, not ready", n.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := st.UpdateNamespaceStatus(context.Background(), stuck.ID, store.NamespaceProvisioning, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.open("/console/namespaces")
+	nsButton := func(name string) string {
+		return fmt.Sprintf(`document.querySelector("#namespaces button[aria-label='Delete Namespace %s']")`, name)
+	}
+	b.waitJS(10*time.Second, `[...document.querySelectorAll("#namespaces tbody tr")].some(r => r.cells[0].textContent === "stuck" && r.cells[1].textContent === "provisioning")`, "Namespace stuck provisioning")
+	b.js(nsButton("web") + `.focus()`)
+	time.Sleep(2500 * time.Millisecond) // two or three polls
+	if !eval[bool](b, `document.activeElement === `+nsButton("web")) {
+		t.Errorf("the Namespaces page's polling took the focus from a row's button (now on %s)", eval[string](b, `document.activeElement.tagName`))
+	}
+	if err := st.UpdateNamespaceStatus(context.Background(), stuck.ID, store.NamespaceReady, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS(10*time.Second, `[...document.querySelectorAll("#namespaces tbody tr")].some(r => r.cells[0].textContent === "stuck" && r.cells[1].textContent === "ready")`, "Namespace stuck ready in the page")
+	if !eval[bool](b, `document.activeElement === `+nsButton("web")) {
+		t.Errorf("after the table changed the focus is on %s; want the same row's button", eval[string](b, `document.activeElement.tagName`))
+	}
+	// Delete a row: the focus stays on its button while it is deleting,
+	// then moves to the next row's (here the row before: it was the last).
+	b.js(nsButton("stuck") + `.focus(); ` + nsButton("stuck") + `.click()`)
+	b.waitJS(5*time.Second, `document.querySelector("#confirm").open`, "the confirmation dialog")
+	b.click("#confirm-ok")
+	b.waitJS(30*time.Second, `![...document.querySelectorAll("#namespaces tbody tr")].some(r => r.cells[0].textContent === "stuck")`, "Namespace stuck gone from the page")
+	if !eval[bool](b, `document.activeElement === `+nsButton("web")) {
+		t.Errorf("after deleting a row the focus is on %s; want the next row's button", eval[string](b, `document.activeElement.tagName`))
 	}
 
 	// The Namespaces page by page: 100 more Namespaces (written to the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,19 @@ type occServer struct {
 	URL    string
 	srv    *server.Server
 	client *http.Client
+
+	mu        sync.Mutex
+	intercept func(http.ResponseWriter, *http.Request) bool
+}
+
+// setIntercept makes f see every request first, until it is set again
+// (nil: none). f answers true when it handled the request itself, false
+// to pass it on to OCC: a test uses it to fail a request, or to hold one
+// (a navigation held keeps the old page alive).
+func (s *occServer) setIntercept(f func(http.ResponseWriter, *http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.intercept = f
 }
 
 // newServer starts one; o.Store and o.PublicOrigin are filled in.
@@ -43,7 +57,18 @@ func newServer(t testing.TB, o server.Options) *occServer {
 	}
 	o.PublicOrigin = hs.URL
 	srv := server.New(o)
-	hs.Config.Handler = srv.Handler()
+	s := &occServer{t: t, URL: hs.URL, srv: srv,
+		client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	h := srv.Handler()
+	hs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		f := s.intercept
+		s.mu.Unlock()
+		if f != nil && f(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte(adminPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,8 +76,7 @@ func newServer(t testing.TB, o server.Options) *occServer {
 	if created, err := srv.Service.Bootstrap(context.Background(), occ.BootstrapInput{AdminEmail: adminEmail, PasswordFile: pw, Out: io.Discard}); err != nil || !created {
 		t.Fatalf("Bootstrap: created=%v err=%v", created, err)
 	}
-	return &occServer{t: t, URL: hs.URL, srv: srv,
-		client: &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return s
 }
 
 // get fetches path with an optional session cookie, without following

@@ -34,8 +34,9 @@ function errText(r) {
 }
 
 // api sends one request and never retries. A 401 outside the sign-in page
-// means the session ended: go to sign-in.
-async function api(method, path, payload, headers) {
+// means the session ended: go to sign-in, unless opts.stay (the caller says
+// so itself first).
+async function api(method, path, payload, headers, opts) {
   const opt = { method, headers: Object.assign({}, headers), credentials: 'same-origin', cache: 'no-store' };
   if (payload !== undefined) {
     opt.headers['Content-Type'] = 'application/json';
@@ -49,7 +50,7 @@ async function api(method, path, payload, headers) {
   }
   let j = null;
   try { j = await res.json(); } catch (e) { j = null; }
-  if (res.status === 401 && page !== 'sign-in') {
+  if (res.status === 401 && page !== 'sign-in' && !(opts && opts.stay)) {
     location.assign('/console/sign-in');
   }
   const etag = res.headers.get('ETag');
@@ -77,22 +78,52 @@ function cell(v) {
   if (v instanceof Node) { td.appendChild(v); } else { td.textContent = v == null ? '' : String(v); }
   return td;
 }
-function fillTable(sel, rows, empty) {
-  const tb = $(sel + ' tbody');
+// fillTable replaces a table's rows. With a key (a string naming what the
+// rows show), a table already showing that key is left alone, so that a
+// page polling for changes does not rebuild it every time. When the focus
+// was on a link or button of the old rows, it moves to the same control of
+// the new rows (same name), else to the control in the same place (the next
+// row's, once a row is gone), else to the table itself: never to <body>.
+const tableKeys = new WeakMap();
+function fillTable(sel, rows, empty, key) {
+  const table = $(sel);
+  const tb = $('tbody', table);
+  if (key !== undefined && tableKeys.get(tb) === key) { return; }
+  tableKeys.set(tb, key);
+  const ae = document.activeElement;
+  let was = null;
+  if (ae && ae !== tb && tb.contains(ae)) {
+    const td = ae.closest('td');
+    was = { tag: ae.tagName, name: ae.getAttribute('aria-label') || ae.textContent, href: ae.getAttribute('href'),
+      row: td ? td.parentElement.sectionRowIndex : 0, col: td ? td.cellIndex : 0 };
+  }
   tb.replaceChildren();
   if (rows.length === 0) {
     const tr = document.createElement('tr');
     const td = cell(empty || 'None.');
-    td.colSpan = $$(sel + ' thead th').length;
+    td.colSpan = $$('thead th', table).length;
     tr.appendChild(td);
     tb.appendChild(tr);
-    return;
+  } else {
+    for (const r of rows) {
+      const tr = document.createElement('tr');
+      r.forEach((v) => tr.appendChild(cell(v)));
+      tb.appendChild(tr);
+    }
   }
-  for (const r of rows) {
-    const tr = document.createElement('tr');
-    r.forEach((v) => tr.appendChild(cell(v)));
-    tb.appendChild(tr);
+  if (!was) { return; }
+  const controls = $$('a, button', tb);
+  let to = controls.find((c) => c.tagName === was.tag && (c.getAttribute('aria-label') || c.textContent) === was.name && c.getAttribute('href') === was.href);
+  if (!to && tb.rows.length > 0) {
+    const tr = tb.rows[Math.min(was.row, tb.rows.length - 1)];
+    const td = tr.cells[Math.min(was.col, tr.cells.length - 1)];
+    to = $('a, button', td) || $('a, button', tr);
   }
+  if (!to || to.disabled) {
+    table.tabIndex = -1;
+    to = table;
+  }
+  to.focus();
 }
 function link(href, text) { const a = document.createElement('a'); a.href = href; a.textContent = text; return a; }
 function button(text, label, onClick, cls) {
@@ -145,11 +176,19 @@ function contentProblem(s) {
   return '';
 }
 function lf(s) { return s.replace(/\r\n?/g, '\n'); }
-function counter(el, value) {
+// counter shows a text's size against the limit. It is not a live region
+// (it would speak on every keystroke): crossing the limit, either way, is
+// announced once in the page's #count-live region, naming the text.
+function counter(el, value, name) {
   const n = byteLength(value);
   const p = contentProblem(value);
   el.textContent = n.toLocaleString('en-US') + ' / 16,384 bytes' + (p ? ': ' + p : '');
+  const was = el.classList.contains('over');
   el.classList.toggle('over', p !== '');
+  const live = $('#count-live');
+  if (live && was !== (p !== '')) {
+    live.textContent = p ? name + ' ' + p + '.' : name + ' is within the limit again.';
+  }
   return p;
 }
 async function sha256(s) {
@@ -164,9 +203,16 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function chrome() {
   const so = $('#sign-out');
   if (so) {
+    let busy = false;
     so.addEventListener('click', async () => {
-      await api('POST', '/api/auth/sign-out');
-      location.assign('/console/sign-in');
+      if (busy) { return; }
+      busy = true;
+      const r = await api('POST', '/api/auth/sign-out');
+      busy = false;
+      // A 401 means the session had already ended; api goes to sign-in.
+      if (r.status === 200 || r.status === 401) { location.assign('/console/sign-in'); return; }
+      // Anything else: the session may still be valid. Stay, and say so.
+      alertMsg('Sign-out failed: ' + errText(r) + ' You may still be signed in: try again.');
     });
     const r = await api('GET', '/api/auth/session');
     if (r.status === 200) {
@@ -211,18 +257,22 @@ const pager = (prefix, reload) => {
 pages.namespaces = async () => {
   const pg = pager('ns', () => load());
   const load = async () => {
-    const r = await api('GET', pg.path('/namespaces'));
+    const path = pg.path('/namespaces');
+    const r = await api('GET', path);
     if (r.status !== 200) { alertMsg(errText(r)); return false; }
     pg.seen(r);
+    // Keyed by what the rows show: the polling below rebuilds the table
+    // (and its buttons) only when something changed.
+    const key = JSON.stringify([path, r.data.items.map((n) => [n.id, n.name, n.status])]);
     fillTable('#namespaces', r.data.items.map((n) => [
       link('/console/namespaces/' + enc(n.id), n.name), n.status, n.id,
       button('Delete', 'Delete Namespace ' + n.name, async () => {
         if (!(await confirmDialog('Delete the Namespace ' + n.name + '? Only an empty Namespace can be deleted.'))) { return; }
         const d = await api('DELETE', '/namespaces/' + enc(n.id));
         if (d.status === 202) { status('Deleting Namespace ' + n.name + '.'); } else { alertMsg(errText(d)); }
-        load();
+        follow();
       }, 'danger'),
-    ]), 'No Namespaces yet.');
+    ]), 'No Namespaces yet.', key);
     return r.data.items.some((n) => n.status === 'provisioning' || n.status === 'deleting');
   };
   $('#ns-form').addEventListener('submit', async (ev) => {
@@ -231,11 +281,20 @@ pages.namespaces = async () => {
     if (r.status === 201) { status('Created Namespace ' + r.data.name + '.'); $('#ns-name').value = ''; } else { alertMsg(errText(r)); }
     follow();
   });
-  // Follow transitional states for at most two minutes.
+  // Follow transitional states for at most two minutes, one follower at a
+  // time (a second call only reloads; the running one goes on while
+  // anything is transitional).
+  let following = false;
   const follow = async () => {
-    for (let i = 0; i < 120; i++) {
-      if (!(await load())) { return; }
-      await sleep(1000);
+    if (following) { await load(); return; }
+    following = true;
+    try {
+      for (let i = 0; i < 120; i++) {
+        if (!(await load())) { return; }
+        await sleep(1000);
+      }
+    } finally {
+      following = false;
     }
   };
   follow();
@@ -282,7 +341,7 @@ pages['agent-new'] = async () => {
   const check = () => {
     let bad = '';
     for (const t of areas) {
-      const p = counter($('#count-' + CSS.escape(t.dataset.name)), lf(t.value));
+      const p = counter($('#count-' + CSS.escape(t.dataset.name)), lf(t.value), t.dataset.name);
       if (p && !bad) { bad = t.dataset.name + ' ' + p + '.'; }
     }
     return bad;
@@ -400,8 +459,17 @@ pages.agent = async () => {
       follow(items[0].id);
     }
   };
-  $('#deploy').addEventListener('click', async () => {
+  const deployBtn = $('#deploy');
+  deployBtn.addEventListener('click', async () => {
+    // Off while the request is out: a double click must not make two
+    // revisions. Disabling a focused button sends focus to <body>: give
+    // it back.
+    if (deployBtn.disabled) { return; }
+    const focused = document.activeElement === deployBtn;
+    deployBtn.disabled = true;
     const r = await api('POST', base + '/deploy');
+    deployBtn.disabled = false;
+    if (focused && (document.activeElement === body || !document.activeElement)) { deployBtn.focus(); }
     if (r.status !== 202) { alertMsg(errText(r)); return; }
     status('Deployment of revision ' + r.data.revision + ' queued.');
     await revisions();
@@ -425,23 +493,65 @@ pages.file = async () => {
   const path = '/namespaces/' + enc(NS) + '/agents/' + enc(AGENT) + '/workspace/files/' + enc(FILE);
   const ed = $('#editor');
   const save = $('#save');
-  const st = { loaded: false, base: '', hash: null, pending: false, unknown: null, running: false };
+  const reload = $('#reload');
+  const hint = $('#file-hint');
+  const defaultHint = hint.textContent;
+  // base is the content as read (raw: it may hold CR or CRLF), hash its
+  // ETag (null: the file did not exist), unknown the text of a save whose
+  // outcome is unknown until a reload settles it.
+  const st = { loaded: false, base: '', hash: null, pending: false, loading: false, unknown: null, running: false };
   const canOperate = CAN.has('operate');
-  const dirty = () => st.loaded && lf(ed.value) !== st.base;
+  // The textarea turns CR and CRLF into LF: compare with the base as the
+  // textarea holds it, or a file with CRs would look edited right away.
+  const dirty = () => st.loaded && lf(ed.value) !== lf(st.base);
+  const busy = () => st.pending || st.loading;
+  const controls = [save, reload, $('#discard'), $('#take-theirs'), $('#take-yours')];
   const refresh = () => {
-    const p = counter($('#file-count'), lf(ed.value));
-    save.disabled = !(st.loaded && !st.pending && !st.unknown && st.running && canOperate && dirty() && !p);
-    $('#discard').disabled = !dirty() || st.pending;
+    const focused = document.activeElement;
+    const p = counter($('#file-count'), lf(ed.value), FILE);
+    save.disabled = !(st.loaded && !busy() && st.unknown === null && st.running && canOperate && dirty() && !p);
+    // No reload while a save is out: it could show the old content under
+    // the hash the save is about to make current.
+    reload.disabled = busy();
+    $('#discard').disabled = !dirty() || busy();
     // Keeping yours is a save: not while one is in flight or after an
     // unknown outcome, which only a reload settles.
-    $('#take-yours').disabled = st.pending || st.unknown !== null;
+    $('#take-yours').disabled = busy() || st.unknown !== null;
+    $('#take-theirs').disabled = busy();
     $('#file-hash').textContent = st.hash ? 'Loaded version sha256:' + st.hash : (st.loaded ? 'The file does not exist yet.' : '');
+    // Saving writes LF line endings: say so when the file has CRs. (Empty
+    // when not: the editor's description names this line.)
+    const cr = st.loaded && /\r/.test(st.base);
+    const eol = $('#file-eol');
+    eol.textContent = cr ? 'This file has CR or CRLF line endings: the editor shows them as LF, and saving writes LF line endings.' : '';
+    eol.hidden = !cr;
     let why = '';
-    if (!canOperate) { why = 'Read-only: you do not have operate on this Agent.'; } else if (!st.running) { why = 'Read-only: the Agent is not running.'; } else if (st.unknown) { why = 'Saving is blocked until you reload: the last save has an unknown outcome.'; }
+    if (!canOperate) { why = 'Read-only: you do not have operate on this Agent.'; } else if (!st.running) { why = 'Read-only: the Agent is not running.'; } else if (st.unknown !== null) { why = 'Saving is blocked until you reload: the last save has an unknown outcome.'; }
     save.title = why;
-    if (why && st.loaded) { $('#file-hint').textContent = why; }
+    hint.textContent = why && st.loaded ? why : defaultHint;
+    // Disabling the focused control sends focus to <body>: the editor
+    // takes it instead.
+    if (controls.includes(focused) && focused.disabled) { ed.focus(); }
   };
   ed.addEventListener('input', refresh);
+  // showConflict puts theirs (the current file) beside yours; the editor
+  // keeps your text, and the next save applies against their version.
+  const showConflict = (heading, theirs, yours) => {
+    $('#conflict-h').textContent = heading;
+    $('#theirs').value = theirs;
+    $('#yours').value = yours;
+    $('#conflict').hidden = false;
+  };
+  // hideConflict hides it; focus inside it (or already lost) goes to the
+  // editor.
+  const hideConflict = () => {
+    const c = $('#conflict');
+    if (c.hidden) { return; }
+    const ae = document.activeElement;
+    const lost = !ae || ae === body || c.contains(ae);
+    c.hidden = true;
+    if (lost) { ed.focus(); }
+  };
   const agent = await api('GET', '/namespaces/' + enc(NS) + '/agents/' + enc(AGENT));
   if (agent.status === 200) {
     const a = agent.data;
@@ -449,25 +559,41 @@ pages.file = async () => {
     $('#back').textContent = a.name;
   }
   const load = async () => {
+    st.loading = true;
+    refresh();
     status('Loading…');
     const r = await api('GET', path);
+    st.loading = false;
     if (r.status === 200 || r.status === 404) {
       const content = r.status === 200 ? r.data.content : '';
       st.loaded = true;
       st.base = content;
       st.hash = r.status === 200 ? r.etag : null;
-      ed.value = content;
       ed.disabled = false;
       ed.readOnly = !(st.running && canOperate);
-      $('#conflict').hidden = true;
       if (st.unknown !== null) {
+        // Settle the unknown outcome, keeping the user's text: it stays in
+        // the editor and beside the current file, never resent by itself.
         const sent = st.unknown;
         st.unknown = null;
         const h = await sha256(sent);
         const applied = r.status === 200 && (h === null ? content === sent : h === st.hash);
-        status(applied ? 'Your earlier save was applied: the file holds what you sent.'
-          : 'Your earlier save was not applied (or someone changed the file since): the editor shows the current content.');
+        const mine = lf(ed.value);
+        if (mine === lf(content)) {
+          ed.value = content;
+          hideConflict();
+          status(applied ? 'Your earlier save was applied: the file holds what you sent.'
+            : 'Your earlier save was not applied, but the file holds the same text now.');
+        } else {
+          showConflict(applied ? 'Your earlier save was applied; your later edits are not saved'
+            : 'Your earlier save was not applied', content, mine);
+          status(applied
+            ? 'Your earlier save was applied: the file holds what you sent. Your edits since are kept below and in the editor: keep yours to save them, or take theirs.'
+            : 'Your earlier save was not applied (or someone changed the file since). The current content is shown beside your text: keep yours to save it against the current version, or take theirs.');
+        }
       } else {
+        ed.value = content;
+        hideConflict();
         status(r.status === 200 ? 'Loaded.' : 'The file does not exist yet; saving creates it.');
       }
     } else {
@@ -475,24 +601,44 @@ pages.file = async () => {
     }
     refresh();
   };
-  $('#reload').addEventListener('click', async () => {
-    if (dirty() && !(await confirmDialog('Discard your unsaved changes and reload?'))) { return; }
+  reload.addEventListener('click', async () => {
+    if (busy()) { return; }
+    // After an unknown outcome the reload keeps your text: nothing to
+    // discard, nothing to ask.
+    if (st.unknown === null && dirty() && !(await confirmDialog('Discard your unsaved changes and reload?'))) { return; }
     load();
   });
   $('#discard').addEventListener('click', () => { ed.value = st.base; status('Changes discarded.'); refresh(); });
-  const doSave = async () => {
-    const content = lf(ed.value);
-    const p = contentProblem(content);
-    if (p) { alertMsg('Not saved: the content ' + p + '.'); return; }
-    st.pending = true;
-    refresh();
-    status('Saving…');
-    const r = await api('PUT', path, { content }, st.hash ? { 'If-Match': '"' + st.hash + '"' } : {});
-    st.pending = false;
+  // conflict shows the file as now read (cur: a GET's answer, 200 or 404)
+  // beside the text that was not saved, and makes it the base.
+  const conflict = (cur, content, why) => {
+    const theirs = cur.status === 200 ? cur.data.content : '';
+    st.base = theirs;
+    st.hash = cur.status === 200 ? cur.etag : null;
+    showConflict('The file changed since you loaded it' + (cur.status === 200 ? '' : ': it no longer exists'), theirs, content);
+    alertMsg(why + ' Compare below, then take theirs, keep yours, or edit and save again.');
+  };
+  const save1 = async (content) => {
+    if (!st.hash) {
+      // The file did not exist when read, so there is no hash to send,
+      // and the API has no create-only precondition: read it again, and
+      // write only if it is still missing. (Someone creating it between
+      // this read and the write is still overwritten: docs/console.md.)
+      const cur = await api('GET', path);
+      if (cur.status === 200) {
+        conflict(cur, content, 'Not saved: someone created the file since you loaded it.');
+        return;
+      }
+      if (cur.status !== 404) {
+        alertMsg('Not saved: whether someone created the file meanwhile could not be checked (' + errText(cur) + '). Nothing was written.');
+        return;
+      }
+    }
+    const r = await api('PUT', path, { content }, st.hash ? { 'If-Match': '"' + st.hash + '"' } : {}, { stay: true });
     if (r.status === 200) {
       st.base = content;
       st.hash = r.etag;
-      $('#conflict').hidden = true;
+      hideConflict();
       status('Saved.');
     } else if (r.status === 412) {
       const cur = await api('GET', path);
@@ -500,39 +646,52 @@ pages.file = async () => {
         // Their version could not be read: keep the hash we had, so that
         // a save stays a compare-and-swap (and is refused again) rather
         // than a write over a change nobody has seen.
-        $('#conflict').hidden = true;
+        hideConflict();
         alertMsg('Not saved: someone changed the file since you loaded it, and reading their version failed (' + errText(cur) + '). Reload to compare.');
-        refresh();
         return;
       }
-      const theirs = cur.status === 200 ? cur.data.content : '';
-      st.base = theirs;
-      st.hash = cur.status === 200 ? cur.etag : null;
-      $('#theirs').value = theirs;
-      $('#yours').value = content;
-      $('#conflict').hidden = false;
-      alertMsg('Not saved: someone changed the file since you loaded it. Compare below, then take theirs, keep yours, or edit and save again.');
+      conflict(cur, content, 'Not saved: someone changed the file since you loaded it.');
+    } else if (r.status === 401) {
+      // Refused at admission: the session ended, nothing was written.
+      alertMsg('Not saved: your session has ended, so nothing was written. Sign in again (leaving this page asks first, so that you can copy your text).');
+      location.assign('/console/sign-in');
     } else if ([400, 403, 404, 409, 413, 429].includes(r.status) || (r.status === 503 && r.error && r.error.code === 'DEPENDENCY_UNAVAILABLE')) {
       alertMsg('Not saved: ' + errText(r));
     } else {
       // UNKNOWN_OUTCOME, a lost connection or anything unexpected: the write
       // may have been applied. Never retried; reload to find out.
       st.unknown = content;
-      $('#conflict').hidden = true;
-      alertMsg('The outcome of the save is unknown: it may or may not have been applied. Reload to see which.');
+      hideConflict();
+      alertMsg('The outcome of the save is unknown: it may or may not have been applied. Reload to see which; your text is kept.');
     }
+  };
+  const doSave = async () => {
+    if (busy() || st.unknown !== null) { return; }
+    const content = lf(ed.value);
+    const p = contentProblem(content);
+    if (p) { alertMsg('Not saved: the content ' + p + '.'); return; }
+    st.pending = true;
     refresh();
+    status('Saving…');
+    try {
+      await save1(content);
+    } finally {
+      st.pending = false;
+      refresh();
+    }
   };
   $('#file-form').addEventListener('submit', (ev) => { ev.preventDefault(); if (!save.disabled) { doSave(); } });
   $('#take-theirs').addEventListener('click', () => {
+    if (busy()) { return; }
     ed.value = st.base;
-    $('#conflict').hidden = true;
+    hideConflict();
     status('Took their version.');
     refresh();
   });
   $('#take-yours').addEventListener('click', () => {
-    if (st.pending || st.unknown !== null) { return; }
+    if (busy() || st.unknown !== null) { return; }
     ed.value = $('#yours').value;
+    ed.focus();
     refresh();
     doSave();
   });
@@ -545,17 +704,30 @@ pages.file = async () => {
 pages.audit = async () => {
   const stack = [];
   let next = '';
-  const query = (cursor) => {
+  // shown is the query of the page on screen (without its cursor): First
+  // page and Next page keep it; only Apply filters reads the inputs.
+  let shown = '';
+  const query = () => {
     const q = new URLSearchParams();
     for (const f of ['namespaceId', 'resourceKind', 'resourceId', 'actorId', 'action', 'kind', 'outcome', 'limit']) {
       const v = $('#f-' + f).value.trim();
       if (v) { q.set(f, v); }
     }
-    if (cursor) { q.set('cursor', cursor); }
+    // since and until are typed in local time and sent as RFC 3339 (UTC).
+    for (const f of ['since', 'until']) {
+      const v = $('#f-' + f).value;
+      if (!v) { continue; }
+      const d = new Date(v);
+      if (isNaN(d.getTime())) { return null; }
+      q.set(f, d.toISOString());
+    }
+    if ($('#f-withoutOutcome').checked) { q.set('withoutOutcome', 'true'); }
     return q.toString();
   };
   const load = async (cursor) => {
-    const r = await api('GET', '/audit-events?' + query(cursor));
+    const q = new URLSearchParams(shown);
+    if (cursor) { q.set('cursor', cursor); }
+    const r = await api('GET', '/audit-events?' + q.toString());
     if (r.status !== 200) { alertMsg(errText(r)); fillTable('#audit', [], 'Not available.'); return; }
     fillTable('#audit', r.data.items.map((e) => [e.occurredAt, e.kind, e.action,
       e.resource.kind + ' ' + (e.resource.id || ''), e.actorId, e.outcome + (e.reasonCode ? ' ' + e.reasonCode : ''),
@@ -564,10 +736,17 @@ pages.audit = async () => {
     $('#audit-next').disabled = !next;
     status(r.data.items.length + ' events' + (stack.length ? ', page ' + (stack.length + 1) : '') + '.');
   };
-  $('#audit-form').addEventListener('submit', (ev) => { ev.preventDefault(); stack.length = 0; load(''); });
+  const apply = () => {
+    const q = query();
+    if (q === null) { alertMsg('Since and until must be dates and times.'); return; }
+    shown = q;
+    stack.length = 0;
+    load('');
+  };
+  $('#audit-form').addEventListener('submit', (ev) => { ev.preventDefault(); apply(); });
   $('#audit-first').addEventListener('click', () => { stack.length = 0; load(''); });
   $('#audit-next').addEventListener('click', () => { if (next) { stack.push(next); load(next); } });
-  load('');
+  apply();
 };
 
 pages.iam = async () => {
