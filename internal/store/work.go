@@ -67,6 +67,19 @@ type Claim struct {
 	Lease time.Duration // how long the claim lives without renewal
 }
 
+// The codes of the Conflict errors with which the activation transaction
+// refuses, so that the worker can tell a lost claim (another worker owns
+// the item now and decides) from an Agent that no longer wants this
+// revision to run (the item ends; the Agent's stop or delete item, queued
+// behind it, undoes the driver's activation). A refusal with any other
+// code (the revision or the pending setup does not match the Agent) can
+// never succeed on a retry either.
+const (
+	ActivationClaimLost    = "CLAIM_LOST"
+	ActivationAgentStopped = "AGENT_STOPPED"
+	ActivationAgentGone    = "AGENT_NOT_FOUND"
+)
+
 // Activation is the input of the activation transaction.
 type Activation struct {
 	NamespaceID string

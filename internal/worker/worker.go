@@ -785,6 +785,11 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	if agent.Status != store.AgentActive {
 		return cancelled(errkind.CodeAgentDeleting, "The Agent is being deleted.")
 	}
+	if agent.DesiredRuntimeState != store.RuntimeRunning {
+		// Stopped after this deploy was queued: starting the runtime now
+		// would only have the stop item, queued behind, stop it again.
+		return cancelled("AGENT_STOPPED", "The Agent was stopped before this deployment ran.")
+	}
 	rev, err := w.rs.GetRevision(ctx, item.NamespaceID, item.AgentID, item.RevisionID)
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
@@ -829,11 +834,9 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 		act.SetupID = rc.WorkspaceSetup.ID
 	}
 	if err := w.rs.ActivateRevision(ctx, act); err != nil {
-		if errkind.Is(err, errkind.Conflict) {
-			// The claim was taken over or the Agent changed under us: the
-			// current owner of the work decides; we stop here.
+		if e := errkind.As(err); e != nil && e.Kind == errkind.Conflict {
 			w.o.Logger.Warn("worker: activation refused", "work", item.ID, "error", err)
-			return outcome{finished: true}
+			return activationRefused(e.Code)
 		}
 		return outcome{code: "ACTIVATION_FAILED", message: "The activation could not be recorded.", err: err}
 	}
@@ -842,6 +845,26 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	// the backend.
 	w.retireOlder(ctx, rev, agent.Name)
 	return succeeded()
+}
+
+// activationRefused ends a deploy whose activation transaction refused.
+// Only a lost claim leaves the item alone: another worker owns it and
+// decides. Every other refusal ends it here; left running, the item would
+// be claimed again at its lease's expiry, start the runtime again and be
+// refused again, for ever, while the Agent's stop or delete item waited
+// behind it. That item undoes what the driver just activated.
+func activationRefused(code string) outcome {
+	switch code {
+	case store.ActivationClaimLost:
+		return outcome{finished: true}
+	case store.ActivationAgentStopped:
+		return cancelled("AGENT_STOPPED", "The Agent was stopped before this deployment completed.")
+	case store.ActivationAgentGone:
+		return cancelled("AGENT_NOT_FOUND", "The Agent no longer exists.")
+	case errkind.CodeAgentDeleting:
+		return cancelled(errkind.CodeAgentDeleting, "The Agent is being deleted.")
+	}
+	return failed("ACTIVATION_REFUSED", "The revision could not be activated for this Agent.")
 }
 
 // retireOlder retires every revision older than rev. It is best effort:

@@ -969,3 +969,75 @@ func TestReconcileStoreCallsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestStoppedDuringDeploy: a Stop that arrives while a deployment is in the
+// driver ends the deployment (cancelled, AGENT_STOPPED) instead of leaving
+// it running to be claimed and activated again at every lease expiry, and
+// the stop item queued behind it then runs and stops what the driver had
+// started. A Stop that arrives before the deployment is claimed cancels it
+// before anything reaches the driver. On both engines.
+func TestStoppedDuringDeploy(t *testing.T) {
+	for _, during := range []string{"", fake.PrepareRevision, fake.ActivateRevision} {
+		name := "before the claim"
+		if during != "" {
+			name = "during " + during
+		}
+		t.Run(name, func(t *testing.T) {
+			testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+				ctx := testutil.Context(t)
+				clock := testutil.NewClock(time.Time{})
+				drv := fake.New(fake.Options{})
+				f := newFixture(t, ctx, st, nil, drv, worker.Options{Now: clock.Now, Logger: quietLogger()})
+				a := f.agent(t, "agent", false)
+				rev := f.deploy(t, a)
+				stop := func() {
+					if _, err := f.srv.Service.Stop(f.admin, f.ns.ID, a.ID); err != nil {
+						t.Errorf("Stop: %v", err)
+					}
+				}
+				if during == "" {
+					stop()
+				} else {
+					var once sync.Once
+					drv.OnCall(func(c fake.Call) {
+						if c.Method == during {
+							once.Do(stop)
+						}
+					})
+				}
+				if did, err := f.srv.Worker.RunOnce(ctx); err != nil || !did {
+					t.Fatalf("RunOnce (deploy) = %v, %v", did, err)
+				}
+				w := work(t, ctx, f, rev)
+				if diff := cmp.Diff(pass{State: store.WorkCancelled, Code: "AGENT_STOPPED"}, pass{State: w.State, Code: w.ReasonCode}); diff != "" {
+					t.Errorf("the deployment after a Stop (-want +got):\n%s", diff)
+				}
+				activations := 0
+				for _, c := range drv.Calls() {
+					if c.Method == fake.ActivateRevision {
+						activations++
+					}
+				}
+				if want := map[string]int{"": 0, fake.PrepareRevision: 1, fake.ActivateRevision: 1}[during]; activations != want {
+					t.Errorf("the driver activated %d times, want %d", activations, want)
+				}
+				// The stop item is claimable now (the deploy ended) and
+				// leaves nothing running.
+				clock.Advance(time.Minute)
+				if did, err := f.srv.Worker.RunOnce(ctx); err != nil || !did {
+					t.Fatalf("RunOnce (stop) = %v, %v", did, err)
+				}
+				if got := drv.Running(a.ID); len(got) > 0 {
+					t.Errorf("running after the stop item: %q", got)
+				}
+				clock.Advance(time.Hour)
+				if did, err := f.srv.Worker.RunOnce(ctx); err != nil || did {
+					t.Errorf("RunOnce after both items = %v, %v; want no work left", did, err)
+				}
+				if v := drv.Violations(); len(v) > 0 {
+					t.Errorf("driver contract violations: %q", v)
+				}
+			})
+		})
+	}
+}

@@ -335,13 +335,13 @@ func (s *Store) ActivateRevision(ctx context.Context, a store.Activation) error 
 			return err
 		}
 		if !held || a.ClaimToken == "" {
-			return conflict("", "the work item is no longer claimed with this token", nil)
+			return conflict(store.ActivationClaimLost, "the work item is no longer claimed with this token", nil)
 		}
 		var status, desired string
 		err = tx.queryRow(ctx, `SELECT status, desired_runtime_state FROM agents WHERE namespace_id = ? AND id = ?`+tx.d.forUpdate(),
 			a.NamespaceID, a.AgentID).Scan(&status, &desired)
 		if errors.Is(err, sql.ErrNoRows) {
-			return conflict("", "the agent no longer exists", nil)
+			return conflict(store.ActivationAgentGone, "the agent no longer exists", nil)
 		}
 		if err != nil {
 			return tx.dbErr(op, err)
@@ -350,7 +350,7 @@ func (s *Store) ActivateRevision(ctx context.Context, a store.Activation) error 
 			return conflict(errkind.CodeAgentDeleting, "the agent is being deleted", nil)
 		}
 		if store.RuntimeState(desired) != store.RuntimeRunning {
-			return conflict("", "the agent no longer wants to run", nil)
+			return conflict(store.ActivationAgentStopped, "the agent no longer wants to run", nil)
 		}
 		ok, err := tx.exists(ctx, op, `SELECT 1 FROM agent_revisions WHERE namespace_id = ? AND agent_id = ? AND id = ?`,
 			a.NamespaceID, a.AgentID, a.RevisionID)
