@@ -15,8 +15,10 @@ import (
 // ended the process. A call that runs out fails like any store error: the
 // pass is retried. A transaction is bounded as a whole.
 //
-// It has exactly the methods the passes call, so a new call cannot skip
-// the bound by accident: it does not compile until it is added here.
+// It has exactly the methods the passes call. The passes reach the store
+// only through it (Worker.rs); the unbounded store (Worker.store) is for
+// the queue's own calls (claim, renew, record), which set their own
+// deadlines.
 type boundedStore struct {
 	inner   store.Store
 	timeout time.Duration
@@ -26,10 +28,22 @@ func (b boundedStore) bound(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, b.timeout)
 }
 
-func (b boundedStore) InTx(ctx context.Context, fn func(tx store.Store) error) error {
+// InTx bounds the transaction as a whole: fn gets the bounded context and
+// must pass it to every statement, since a statement that ran on a longer
+// one would hold the rollback (database/sql waits for the statement to
+// return before it rolls back) past the bound.
+func (b boundedStore) InTx(ctx context.Context, fn func(ctx context.Context, tx store.Store) error) error {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	return b.inner.InTx(ctx, fn)
+	return b.inner.InTx(ctx, func(tx store.Store) error { return fn(ctx, tx) })
+}
+
+// AllRevisions lists every revision of the Agent, the pages together
+// within one bound.
+func (b boundedStore) AllRevisions(ctx context.Context, namespaceID, agentID string) ([]store.Revision, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	return store.AllRevisions(ctx, b.inner, namespaceID, agentID)
 }
 
 func (b boundedStore) GetNamespace(ctx context.Context, id string) (store.Namespace, error) {

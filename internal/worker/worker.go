@@ -758,7 +758,7 @@ func (w *Worker) deleteNamespace(ctx context.Context, item store.WorkItem) outco
 	if err != nil {
 		return fromDriver(err, "COMPUTE_UNAVAILABLE")
 	}
-	err = w.rs.InTx(ctx, func(tx store.Store) error {
+	err = w.rs.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		if err := tx.FinishWork(ctx, item.ID, item.ClaimToken, store.WorkSucceeded, "", "", w.now()); err != nil {
 			return err
 		}
@@ -872,7 +872,7 @@ func activationRefused(code string) outcome {
 // leaves a stopped old runtime that the next deployment or the Agent's
 // deletion retires again.
 func (w *Worker) retireOlder(ctx context.Context, rev store.Revision, agentName string) {
-	revs, err := store.AllRevisions(ctx, w.store, rev.NamespaceID, rev.AgentID)
+	revs, err := w.rs.AllRevisions(ctx, rev.NamespaceID, rev.AgentID)
 	if err != nil {
 		w.o.Logger.Warn("worker: list revisions for retirement", "error", err)
 		return
@@ -898,7 +898,7 @@ func (w *Worker) stop(ctx context.Context, item store.WorkItem) outcome {
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
-	revs, err := store.AllRevisions(ctx, w.store, item.NamespaceID, item.AgentID)
+	revs, err := w.rs.AllRevisions(ctx, item.NamespaceID, item.AgentID)
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
@@ -923,7 +923,7 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
-	revs, err := store.AllRevisions(ctx, w.store, item.NamespaceID, item.AgentID)
+	revs, err := w.rs.AllRevisions(ctx, item.NamespaceID, item.AgentID)
 	if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}
@@ -941,7 +941,7 @@ func (w *Worker) deleteAgent(ctx context.Context, item store.WorkItem) outcome {
 	if err != nil {
 		return fromDriver(err, "DELETE_FAILED")
 	}
-	err = w.rs.InTx(ctx, func(tx store.Store) error {
+	err = w.rs.InTx(ctx, func(ctx context.Context, tx store.Store) error {
 		if err := tx.FinishWork(ctx, item.ID, item.ClaimToken, store.WorkSucceeded, "", "", w.now()); err != nil {
 			return err
 		}

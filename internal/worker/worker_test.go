@@ -917,57 +917,136 @@ func TestHealthReportsAStuckLoop(t *testing.T) {
 	})
 }
 
-// silentRevisions is a store whose GetRevision, once silent is set, waits
-// for its context to end: a database that stopped answering.
-type silentRevisions struct {
+// silentStore is a store whose method named by silent (GetRevision,
+// ListRevisions, or DeleteAgent, also inside a transaction) waits for its
+// context to end: a database that stopped answering.
+type silentStore struct {
 	store.Store
-	silent *atomic.Bool
+	silent *atomic.Value // string
 }
 
-func (s silentRevisions) GetRevision(ctx context.Context, namespaceID, agentID, id string) (store.Revision, error) {
-	if s.silent.Load() {
-		<-ctx.Done()
-		return store.Revision{}, ctx.Err()
+func (s silentStore) quiet(ctx context.Context, method string) error {
+	if m, _ := s.silent.Load().(string); m != method {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s silentStore) GetRevision(ctx context.Context, namespaceID, agentID, id string) (store.Revision, error) {
+	if err := s.quiet(ctx, "GetRevision"); err != nil {
+		return store.Revision{}, err
 	}
 	return s.Store.GetRevision(ctx, namespaceID, agentID, id)
 }
 
-// TestReconcileStoreCallsBounded: a reconcile pass whose store read does
+func (s silentStore) ListRevisions(ctx context.Context, namespaceID, agentID string, p store.PageRequest) (store.Page[store.Revision], error) {
+	if err := s.quiet(ctx, "ListRevisions"); err != nil {
+		return store.Page[store.Revision]{}, err
+	}
+	return s.Store.ListRevisions(ctx, namespaceID, agentID, p)
+}
+
+func (s silentStore) DeleteAgent(ctx context.Context, namespaceID, id string) error {
+	if err := s.quiet(ctx, "DeleteAgent"); err != nil {
+		return err
+	}
+	return s.Store.DeleteAgent(ctx, namespaceID, id)
+}
+
+func (s silentStore) InTx(ctx context.Context, fn func(tx store.Store) error) error {
+	return s.Store.InTx(ctx, func(tx store.Store) error { return fn(silentStore{Store: tx, silent: s.silent}) })
+}
+
+// TestReconcileStoreCallsBounded: a reconcile pass whose store call does
 // not answer gives up after StoreTimeout and hands the item back for a
-// retry, on both engines. Before, only the lease (kept alive by its
-// renewal) or the liveness probe ended such a pass.
+// retry, on both engines, wherever the call is: a read of the deploy, the
+// revision listing of a stop, a statement inside the delete's final
+// transaction. Before, only the lease (kept alive by its renewal) or the
+// liveness probe ended such a pass. Once the database answers again the
+// item completes.
 func TestReconcileStoreCallsBounded(t *testing.T) {
-	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
-		ctx := testutil.Context(t)
-		var silent atomic.Bool
-		wrap := func(s store.Store) store.Store { return silentRevisions{Store: s, silent: &silent} }
-		f := newFixture(t, ctx, st, wrap, fake.New(fake.Options{}),
-			worker.Options{StoreTimeout: 300 * time.Millisecond, Logger: quietLogger()})
-		rev := f.deploy(t, f.agent(t, "silent-db", false))
-		silent.Store(true)
-		ran := make(chan error, 1)
-		go func() {
-			_, err := f.srv.Worker.RunOnce(context.WithoutCancel(ctx))
-			ran <- err
-		}()
-		select {
-		case err := <-ran:
-			if err != nil {
-				t.Fatalf("RunOnce: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the pass was still waiting on the silent store after 30 s (StoreTimeout 300 ms)")
+	for _, method := range []string{"GetRevision", "ListRevisions", "DeleteAgent"} {
+		t.Run(method, func(t *testing.T) {
+			testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+				ctx := testutil.Context(t)
+				clock := testutil.NewClock(time.Time{})
+				var silent atomic.Value
+				silent.Store("")
+				wrap := func(s store.Store) store.Store { return silentStore{Store: s, silent: &silent} }
+				drv := fake.New(fake.Options{})
+				f := newFixture(t, ctx, st, wrap, drv,
+					worker.Options{Now: clock.Now, StoreTimeout: 300 * time.Millisecond, Logger: quietLogger()})
+				a := f.agent(t, "silent-db", false)
+				f.deploy(t, a)
+				switch method {
+				case "ListRevisions":
+					runAll(t, ctx, f, clock)
+					if _, err := f.srv.Service.Stop(f.admin, f.ns.ID, a.ID); err != nil {
+						t.Fatal(err)
+					}
+				case "DeleteAgent":
+					runAll(t, ctx, f, clock)
+					if _, err := f.srv.Service.DeleteAgent(f.admin, f.ns.ID, a.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				silent.Store(method)
+				ran := make(chan error, 1)
+				go func() {
+					did, err := f.srv.Worker.RunOnce(context.WithoutCancel(ctx))
+					if err == nil && !did {
+						err = errors.New("no item was processed")
+					}
+					ran <- err
+				}()
+				select {
+				case err := <-ran:
+					if err != nil {
+						t.Fatalf("RunOnce: %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					// Not a speed check: the bound is 300 ms, and before
+					// the bound reached it the pass waited until the
+					// first lease renewal (10 s) failed or for ever.
+					t.Fatalf("the pass was still waiting on the silent %s after 5 s (StoreTimeout 300 ms)", method)
+				}
+				silent.Store("")
+				runAll(t, ctx, f, clock)
+				switch method {
+				case "GetRevision":
+					if drv.Active(a.ID) == "" {
+						t.Error("the deployment did not complete once the database answered")
+					}
+				case "ListRevisions":
+					if got := drv.Running(a.ID); len(got) > 0 {
+						t.Errorf("running after the stop completed: %q", got)
+					}
+				case "DeleteAgent":
+					if _, err := st.GetAgent(ctx, f.ns.ID, a.ID); !errkind.Is(err, errkind.NotFound) {
+						t.Errorf("GetAgent after the delete completed: %v, want NotFound", err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// runAll runs the worker until the queue has nothing due, advancing the
+// clock past each retry; at most 20 passes.
+func runAll(t *testing.T, ctx context.Context, f *fixture, clock *testutil.Clock) {
+	t.Helper()
+	for range 20 {
+		clock.Advance(2 * time.Minute)
+		did, err := f.srv.Worker.RunOnce(ctx)
+		if err != nil {
+			t.Fatalf("RunOnce: %v", err)
 		}
-		silent.Store(false)
-		got := work(t, ctx, f, rev)
-		code := ""
-		if got.LastAttempt != nil {
-			code = got.LastAttempt.Code
+		if !did {
+			return
 		}
-		if got.State != store.WorkQueued || code == "" {
-			t.Errorf("after the silent read: state %q, last attempt %+v; want queued for a retry, with the attempt's code", got.State, got.LastAttempt)
-		}
-	})
+	}
+	t.Fatal("work still due after 20 passes")
 }
 
 // TestStoppedDuringDeploy: a Stop that arrives while a deployment is in the
