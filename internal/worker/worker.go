@@ -692,6 +692,8 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 		if out.state == store.WorkFailedPermanent {
 			if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceFailed, w.now()); errkind.Is(err, errkind.Conflict) {
 				return succeeded() // deleted meanwhile: its deletion decides now
+			} else if errkind.Is(err, errkind.NotFound) {
+				return cancelled("NAMESPACE_NOT_FOUND", "The Namespace no longer exists.")
 			} else if err != nil {
 				return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 			}
@@ -702,6 +704,8 @@ func (w *Worker) reconcileNamespace(ctx context.Context, item store.WorkItem) ou
 	// deleting (Conflict): the deletion's work decides from here.
 	if err := w.rs.UpdateNamespaceStatus(ctx, ns.ID, store.NamespaceReady, w.now()); errkind.Is(err, errkind.Conflict) {
 		return succeeded()
+	} else if errkind.Is(err, errkind.NotFound) {
+		return cancelled("NAMESPACE_NOT_FOUND", "The Namespace no longer exists.")
 	} else if err != nil {
 		return outcome{code: "STORE_UNAVAILABLE", message: "The database was unavailable.", err: err}
 	}

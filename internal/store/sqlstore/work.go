@@ -76,7 +76,7 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 	}
 	var out store.WorkItem
 	err = s.inTx(ctx, func(tx *Store) error {
-		if w.AgentID != "" {
+		if w.NamespaceID != "" {
 			// An Agent's work runs in creation order, so creation order
 			// must be the order in which its items were queued. The
 			// caller read the clock before it took the Agent's row lock
@@ -84,11 +84,17 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 			// the deletion it writes with the item), so two requests can
 			// commit in the other order than their clocks, and replicas'
 			// clocks differ: an item is made to come after every
-			// unfinished item of the Agent already committed.
+			// unfinished item of the Agent already committed. The same
+			// holds for a Namespace's own work (no Agent), queued under
+			// the Namespace's row.
 			var last *time.Time
-			err := tx.queryRow(ctx, `SELECT MAX(created_at) FROM controller_work
-				WHERE namespace_id = ? AND agent_id = ? AND state IN ('queued', 'running')`,
-				w.NamespaceID, w.AgentID).Scan(optTimeCol{&last})
+			q, args := `SELECT MAX(created_at) FROM controller_work
+				WHERE namespace_id = ? AND agent_id = ? AND state IN ('queued', 'running')`, []any{w.NamespaceID, w.AgentID}
+			if w.AgentID == "" {
+				q, args = `SELECT MAX(created_at) FROM controller_work
+				WHERE namespace_id = ? AND agent_id IS NULL AND state IN ('queued', 'running')`, []any{w.NamespaceID}
+			}
+			err := tx.queryRow(ctx, q, args...).Scan(optTimeCol{&last})
 			if err != nil {
 				return tx.dbErr("enqueue work", err)
 			}
@@ -165,8 +171,10 @@ func (s *Store) GetWorkByKey(ctx context.Context, key string) (store.WorkItem, e
 // and no older unfinished item exists for the same Agent, nor another of
 // its items held under a live lease, so one Agent's work runs in order
 // (EnqueueWork keeps creation order the order of queueing), one item at a
-// time. Namespace work (no Agent) is not
-// ordered. On PostgreSQL the candidate row is locked FOR UPDATE SKIP
+// time. A Namespace's own work (no Agent: its reconcile, repair and
+// delete) is ordered the same way among itself, so that its deletion never
+// runs beside a reconcile that would create again what the deletion
+// removes. On PostgreSQL the candidate row is locked FOR UPDATE SKIP
 // LOCKED: a replica skips rows another replica is claiming instead of
 // waiting. An older item that another replica holds locked still counts as
 // unfinished (it is queued or running in every snapshot), so ordering holds.
@@ -179,16 +187,20 @@ func (s *Store) ClaimWork(ctx context.Context, c store.Claim) (store.WorkItem, b
 	err := s.inTx(ctx, func(tx *Store) error {
 		now := tx.t(c.Now)
 		var id string
+		// ahead: o is unfinished and older than w, or holds a live lease.
+		const ahead = `((o.state IN ('queued', 'running')
+				        AND (o.created_at < w.created_at OR (o.created_at = w.created_at AND o.id < w.id)))
+				    OR (o.state = 'running' AND o.lease_expires_at > ? AND o.id <> w.id))`
 		err := tx.queryRow(ctx, `SELECT w.id FROM controller_work w
 			WHERE ((w.state = 'queued' AND w.available_at <= ?) OR (w.state = 'running' AND w.lease_expires_at <= ?))
 			  AND NOT EXISTS (
 				SELECT 1 FROM controller_work o
-				WHERE o.namespace_id = w.namespace_id AND o.agent_id = w.agent_id
-				  AND ((o.state IN ('queued', 'running')
-				        AND (o.created_at < w.created_at OR (o.created_at = w.created_at AND o.id < w.id)))
-				    OR (o.state = 'running' AND o.lease_expires_at > ? AND o.id <> w.id)))
+				WHERE o.namespace_id = w.namespace_id AND o.agent_id = w.agent_id AND `+ahead+`)
+			  AND (w.agent_id IS NOT NULL OR NOT EXISTS (
+				SELECT 1 FROM controller_work o
+				WHERE o.namespace_id = w.namespace_id AND o.agent_id IS NULL AND `+ahead+`))
 			ORDER BY w.created_at, w.id
-			LIMIT 1`+tx.d.forUpdateSkipLocked(), now, now, now).Scan(&id)
+			LIMIT 1`+tx.d.forUpdateSkipLocked(), now, now, now, now).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

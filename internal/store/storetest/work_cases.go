@@ -262,6 +262,54 @@ var workCases = []testCase{
 			t.Fatalf("claim after the first finished = %s (found %v), want the second %s", got.ID, ok, second.ID)
 		}
 	}},
+	// A Namespace's own items (no Agent) run in order, one at a time, like
+	// an Agent's: its deletion never runs beside its reconcile, which
+	// would create again what the deletion removes. Another Namespace's
+	// work and its Agents' work are not held up.
+	{"Work/NamespaceWorkInOrder", func(t *testing.T, h Harness) {
+		f := newFixture(t, h)
+		ns, other := f.namespace(), f.namespace()
+		a := f.agent(f.configuration(ns))
+		nsItem := func(ns store.Namespace, kind string, created time.Time) store.WorkItem {
+			w, err := h.Store.EnqueueWork(ctx(t), store.WorkItem{
+				ID: ids.New(ids.WorkItem), Kind: kind, IdempotencyKey: ns.ID + ":" + kind,
+				NamespaceID: ns.ID, AvailableAt: created, CreatedAt: created, UpdatedAt: created,
+			})
+			must(t, "EnqueueWork "+kind, err)
+			return w
+		}
+		n := at(f.now())
+		reconcile := nsItem(ns, store.WorkNamespaceReconcile, n)
+		now := n.Add(time.Minute)
+		got, ok := claimAt(t, h, "tok-1", now)
+		if !ok || got.ID != reconcile.ID {
+			t.Fatalf("first claim = %s (found %v), want the reconcile", got.ID, ok)
+		}
+		// Queued while the reconcile runs, with a clock behind it.
+		del := nsItem(ns, store.WorkNamespaceDelete, n.Add(-time.Second))
+		if !del.CreatedAt.After(reconcile.CreatedAt) {
+			t.Errorf("the delete queued second was created at %v, not after the reconcile's %v", del.CreatedAt, reconcile.CreatedAt)
+		}
+		otherItem := nsItem(other, store.WorkNamespaceReconcile, n)
+		agentItem := f.work(a, store.WorkRevisionDeploy)
+		var claimedIDs []string
+		for i := range 3 {
+			got, ok := claimAt(t, h, fmt.Sprintf("tok-x%d", i), now)
+			if !ok {
+				break
+			}
+			claimedIDs = append(claimedIDs, got.ID)
+		}
+		sort.Strings(claimedIDs)
+		want := []string{otherItem.ID, agentItem.ID}
+		sort.Strings(want)
+		check(t, "claimed while the Namespace's reconcile runs", want, claimedIDs)
+		must(t, "FinishWork reconcile", h.Store.FinishWork(ctx(t), reconcile.ID, "tok-1", store.WorkSucceeded, "", "", now))
+		got, ok = claimAt(t, h, "tok-2", now)
+		if !ok || got.ID != del.ID {
+			t.Fatalf("claim after the reconcile finished = %s (found %v), want the delete %s", got.ID, ok, del.ID)
+		}
+	}},
 	{"Work/LeaseRenewFinish", func(t *testing.T, h Harness) {
 		f := newFixture(t, h)
 		a := f.agent()
