@@ -193,6 +193,8 @@ func (r *Recorder) Denial(ctx context.Context, s *authz.Subject, action store.Ac
 		details["restrictionId"] = d.Restriction
 	case d.OutOfScope:
 		reason = "OUT_OF_NAMESPACE_SCOPE"
+	case d.WrongCredential:
+		reason = "CREDENTIAL_NOT_ALLOWED"
 	}
 	e := store.AuditEvent{
 		Kind:       store.AuditAuthorizationDenial,

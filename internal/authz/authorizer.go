@@ -35,9 +35,13 @@ type Decision struct {
 	Restricted bool
 	// OutOfScope is true when a Namespace-scoped subject addressed
 	// something outside its Namespace.
-	OutOfScope  bool
-	BindingIDs  []string
-	Restriction string
+	OutOfScope bool
+	// WrongCredential is true when the action is refused to the kind of
+	// credential used, whatever its grants (a service key creating a user
+	// account).
+	WrongCredential bool
+	BindingIDs      []string
+	Restriction     string
 }
 
 // access is one subject's grants and restrictions, loaded once and then

@@ -270,6 +270,9 @@ func (w *Store) MayCreateUser(ctx context.Context) error {
 	case s != nil && s.Kind == KindSystem:
 		return w.systemGate(s, "CreateUser")
 	case s != nil && s.Kind == KindServicePrincipal:
+		if w.onDeny != nil {
+			w.onDeny(ctx, s, store.ActionAdminister, Installation, Decision{WrongCredential: true})
+		}
 		return errkind.New(errkind.Unauthenticated, "A service key cannot create user accounts; sign in as an administrator.")
 	}
 	return w.admin(ctx, "CreateUser")

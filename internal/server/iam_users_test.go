@@ -21,8 +21,8 @@ import (
 func TestCreateUserRefusedBeforeTheHash(t *testing.T) {
 	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
 		e := newEnv(t, st)
-		_, viewer := e.user("viewer@example.com", authz.RoleViewerID)
-		_, _, adminKey := e.principal("admin-key", authz.RoleAdministratorID, "")
+		viewerID, viewer := e.user("viewer@example.com", authz.RoleViewerID)
+		keyID, _, adminKey := e.principal("admin-key", authz.RoleAdministratorID, "")
 		cases := []struct {
 			name     string
 			c        cred
@@ -46,6 +46,26 @@ func TestCreateUserRefusedBeforeTheHash(t *testing.T) {
 				if code, _, _ := e.do("POST", "/api/auth/sign-in/email", map[string]string{"email": email, "password": tc.password}, cred{}); code != 401 {
 					t.Errorf("%s: signing in as the refused user answered %d, want 401", tc.name, code)
 				}
+			}
+		}
+		// Each refusal by a signed-in caller is audited with its reason.
+		for _, who := range []struct{ id, reason string }{{viewerID, "NO_GRANT"}, {keyID, "CREDENTIAL_NOT_ALLOWED"}} {
+			var page struct {
+				Items []struct {
+					Action     string `json:"action"`
+					Outcome    string `json:"outcome"`
+					ReasonCode string `json:"reasonCode"`
+				} `json:"items"`
+			}
+			e.must("GET", "/audit-events?kind=authorization_denial&actorId="+who.id, nil, e.admin, 200, &page)
+			type row struct{ Action, Outcome, Reason string }
+			var got []row
+			for _, it := range page.Items {
+				got = append(got, row{it.Action, it.Outcome, it.ReasonCode})
+			}
+			want := []row{{"openclaw.installation.administer", "denied", who.reason}, {"openclaw.installation.administer", "denied", who.reason}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("denials of %s (-want +got):\n%s", who.id, diff)
 			}
 		}
 		// The administrator's session still creates users.
