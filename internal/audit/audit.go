@@ -131,17 +131,17 @@ func (r *Recorder) Record(ctx context.Context, st store.Store, e store.AuditEven
 	return err
 }
 
-// afterTimeout bounds RecordAfter's write.
-const afterTimeout = 5 * time.Second
+// AfterTimeout bounds RecordAfter's write, and Flush's writes together.
+const AfterTimeout = 5 * time.Second
 
 // RecordAfter records e outside any transaction, for something that has
 // already happened (a denial, a sign-in throttle): the write does not stop
 // when ctx is cancelled, since a client that hangs up right after its
 // request was judged must not erase the record of it (a brute-force client
-// could otherwise leave no lockout behind). It is bounded by afterTimeout
+// could otherwise leave no lockout behind). It is bounded by AfterTimeout
 // instead, and keeps ctx's values (the request id in the log line).
 func (r *Recorder) RecordAfter(ctx context.Context, e store.AuditEvent) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterTimeout)
 	defer cancel()
 	return r.Record(ctx, nil, e)
 }
@@ -245,7 +245,18 @@ func (r *Recorder) Flush(ctx context.Context) {
 	events := buf.events
 	buf.events = nil
 	buf.mu.Unlock()
+	if len(events) == 0 {
+		return
+	}
+	// One deadline for all of them: a request that left several denials
+	// still ends within AfterTimeout, which the server's shutdown counts
+	// on (it waits a bounded time for cancelled requests before it closes
+	// the store).
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AfterTimeout)
+	defer cancel()
 	for _, e := range events {
-		r.writeDenial(ctx, e)
+		if err := r.Record(fctx, nil, e); err != nil {
+			r.logger.ErrorContext(ctx, "audit: could not record authorization denial", "error", err, "action", e.Action)
+		}
 	}
 }

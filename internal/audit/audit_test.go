@@ -94,21 +94,45 @@ func TestDenialOutlivesTheClient(t *testing.T) {
 	if len(st.events) != 1 || st.events[0].ReasonCode != "NO_GRANT" {
 		t.Fatalf("events after the client left = %+v, want the one denial", st.events)
 	}
-	if st.left <= 0 || st.left > afterTimeout {
-		t.Errorf("written with %v left before its deadline, want (0, %v]", st.left, afterTimeout)
+	if st.left <= 0 || st.left > AfterTimeout {
+		t.Errorf("written with %v left before its deadline, want (0, %v]", st.left, AfterTimeout)
+	}
+}
+
+// TestFlushSharesOneDeadline: the denials a request left are written
+// within one AfterTimeout together, not each with its own: the server's
+// shutdown waits a bounded time for a cancelled request.
+func TestFlushSharesOneDeadline(t *testing.T) {
+	st := &deadlineStore{}
+	r := NewRecorder(st, nil, nil, nil)
+	s := &authz.Subject{ID: "usr_4", Kind: authz.KindUser, Credential: "session"}
+	ctx := WithDenialBuffer(context.Background())
+	for range 3 {
+		r.Denial(ctx, s, store.ActionRead, authz.NamespaceResource("ns_1"), authz.Decision{})
+	}
+	r.Flush(ctx)
+	if len(st.deadlines) != 3 {
+		t.Fatalf("%d denials written, want 3", len(st.deadlines))
+	}
+	for i, dl := range st.deadlines {
+		if !dl.Equal(st.deadlines[0]) {
+			t.Errorf("denial %d written under deadline %v, the first under %v; want one deadline", i, dl, st.deadlines[0])
+		}
 	}
 }
 
 // deadlineStore is a recordingStore that also notes the time left before
-// the append's deadline.
+// the append's deadline, and each append's deadline.
 type deadlineStore struct {
 	recordingStore
-	left time.Duration
+	left      time.Duration
+	deadlines []time.Time
 }
 
 func (d *deadlineStore) AppendAuditEvent(ctx context.Context, e store.AuditEvent) error {
 	if dl, ok := ctx.Deadline(); ok {
 		d.left = time.Until(dl)
+		d.deadlines = append(d.deadlines, dl)
 	}
 	return d.recordingStore.AppendAuditEvent(ctx, e)
 }

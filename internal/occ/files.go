@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/openclaw/occ/internal/agentgw"
+	"github.com/openclaw/occ/internal/audit"
 	"github.com/openclaw/occ/internal/compute"
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/errkind"
@@ -217,7 +218,7 @@ func (s *Service) PutWorkspaceFile(ctx context.Context, namespaceID, agentID, na
 	}
 	// The audit must be written even when the request context ended (a
 	// client disconnect or the deadline is exactly when it matters most).
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), audit.AfterTimeout)
 	defer cancel()
 	record := func(outcome, reason string) error {
 		return s.audit.Record(actx, nil, store.AuditEvent{

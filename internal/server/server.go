@@ -439,9 +439,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 }
 
 // abandonGrace is how long stopServing waits for handlers it cancelled:
-// longer than the 5 s a workspace file write has to record its outcome on
-// a context of its own, so the record is not cut off by the store closing.
-const abandonGrace = 6 * time.Second
+// longer than what a cancelled request may still write on contexts of its
+// own, one after the other (a workspace file write's outcome record, then
+// the denials it queued, each step within audit.AfterTimeout), so that no
+// record is cut off by the store closing.
+const abandonGrace = 2*audit.AfterTimeout + time.Second
 
 // stopServing drains hs: new requests answer 503 (readiness too, so load
 // balancers stop sending) while in-flight ones finish, then the listener
