@@ -470,7 +470,16 @@ func (w *Worker) process(ctx context.Context, item store.WorkItem) {
 		}
 	}()
 	log := w.o.Logger.With("work", item.ID, "kind", item.Kind, "attempt", item.Attempts)
-	out := w.reconcile(wctx, item)
+	var out outcome
+	if item.Attempts > w.o.MaxAttempts {
+		// Every claim counts, and the claim that reached the limit ended
+		// without an outcome (its worker died, or lost the lease): an item
+		// that takes its worker down with it would otherwise be taken up
+		// again for ever.
+		out = failed("RETRIES_EXHAUSTED", "The deployment kept failing and was given up.")
+	} else {
+		out = w.reconcile(wctx, item)
+	}
 	w.record(ctx, item, out, log)
 }
 

@@ -8,6 +8,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
@@ -1118,5 +1119,36 @@ func TestStoppedDuringDeploy(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestClaimsPastTheLimit: an item whose workers die holding it (each claim
+// counts, none records an outcome) is given up as RETRIES_EXHAUSTED once a
+// claim finds it past MaxAttempts, without another driver call.
+func TestClaimsPastTheLimit(t *testing.T) {
+	ctx := testutil.Context(t)
+	clock := testutil.NewClock(time.Time{})
+	drv := fake.New(fake.Options{})
+	st := testdb.SQLite(t)
+	const maxAttempts = 3
+	f := newFixture(t, ctx, st, nil, drv, worker.Options{Now: clock.Now, MaxAttempts: maxAttempts, Logger: quietLogger()})
+	rev := f.deploy(t, f.agent(t, "crashing", false))
+	for i := range maxAttempts {
+		// A worker claims the item and dies.
+		if _, ok, err := st.ClaimWork(ctx, store.Claim{Token: fmt.Sprintf("dead-%d", i), Now: clock.Now(), Lease: time.Minute}); err != nil || !ok {
+			t.Fatalf("claim %d = %v, %v", i+1, ok, err)
+		}
+		clock.Advance(2 * time.Minute)
+	}
+	before := len(drv.Calls())
+	if did, err := f.srv.Worker.RunOnce(ctx); err != nil || !did {
+		t.Fatalf("RunOnce = %v, %v", did, err)
+	}
+	w := work(t, ctx, f, rev)
+	if diff := cmp.Diff(pass{State: store.WorkFailedPermanent, Code: "RETRIES_EXHAUSTED"}, pass{State: w.State, Code: w.ReasonCode}); diff != "" {
+		t.Errorf("after %d claims without an outcome (-want +got):\n%s", maxAttempts, diff)
+	}
+	if calls := drv.Calls()[before:]; len(calls) > 0 {
+		t.Errorf("the driver was called for an item past its limit: %+v", calls)
 	}
 }
