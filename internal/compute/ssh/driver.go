@@ -462,11 +462,35 @@ func (h *host) upload(run func(op, cmd string, stdin io.Reader) ([]byte, error))
 		return fmt.Errorf("ssh: open the occ binary: %w", err)
 	}
 	defer f.Close()
-	if _, err := run("upload occ", shellCmd(scriptUpload, h.cfg.Root, h.d.binSum), f); err != nil {
+	if _, err := run("upload occ", h.uploadCmd(), f); err != nil {
 		return err
 	}
 	h.d.log.Info("ssh: occ binary uploaded", "host", h.cfg.Name, "sha256", h.d.binSum)
 	return nil
+}
+
+// uploadCmd is the upload's command line (scriptUpload).
+func (h *host) uploadCmd() string {
+	return shellCmd(scriptUpload, h.cfg.Root, h.d.binSum, strconv.Itoa(h.uploadStaleMinutes()))
+}
+
+// uploadStaleMinutes is the age, in whole minutes, past which the
+// temporary file of an upload (bin/.occ.new.*) is no running upload's,
+// and the next upload removes it. A file is last written no earlier than
+// its upload started, and an upload runs at most CommandTimeout (less
+// under a shorter caller deadline, such as a file operation's host check
+// for the token reader) before occ ends it (abandon): at most killTimeout
+// waiting for the preamble's line, then killTimeout for the kill, and
+// twice that connecting again and killing over the new connection:
+// 4*killTimeout in all. Rounded up to whole minutes: 3 with the default
+// 2m, so killed uploads leave at most a few minutes' worth of files. A
+// kill that fails leaves an upload whose input has closed, which ends by
+// itself at once. Another occ process with a longer commandTimeout on the
+// same host could lose a stalled upload to this one's clean-up; that
+// upload then fails and is retried.
+func (h *host) uploadStaleMinutes() int {
+	life := h.d.cfg.CommandTimeout + 4*killTimeout
+	return int((life + time.Minute - 1) / time.Minute)
 }
 
 func (h *host) usesSystemd() bool {

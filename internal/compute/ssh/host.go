@@ -53,11 +53,19 @@ type host struct {
 }
 
 // maxTunnels bounds a host's open direct-tcpip channels (host.tunnels).
-// sshd sets no such limit of its own, so this only keeps a burst of file
-// operations from opening channels without end; it is far above the
-// gateway pool's default of 64 connections, so pooled connections leave
-// room for readiness probes and other operations.
-const maxTunnels = 1024
+// All of them run over the host's one SSH connection (host.client), and
+// sshd's process for that connection holds a socket for each: under the
+// soft open-files limit it inherits from the listening sshd, typically
+// 1,024 (systemd's default LimitNOFILE), channels past ~1,010 were
+// refused at once ("open failed") instead of waiting for a slot.
+// 512 leaves room under 1,024 for the connection's own files and the
+// sessions beside the tunnels (3 each; at most 64 command sessions, the
+// token reader and kills: under 220 in all;
+// TestTunnelBudgetFitsSshdFileLimit). sshd sets no limit of its own on
+// channels. It is far above the gateway pool's default of 64
+// connections, so pooled connections leave room for readiness probes
+// and other operations.
+const maxTunnels = 512
 
 // acquire takes one of the slots of sem (h.sem or h.tunnels; what names
 // it in the error), giving up when ctx ends.

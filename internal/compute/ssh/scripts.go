@@ -24,16 +24,23 @@ if [ -f "$r/bin/occ" ] && [ ! -L "$r/bin/occ" ]; then sha256sum "$r/bin/occ" | c
 `
 
 // scriptUpload writes the binary from stdin, checks its sha256 and only
-// then renames it into place. Args: root sha256. Each upload writes a
-// file of its own (mktemp), so two at once (two host checks on a new
-// connection) cannot write into one file and rename a mix of both; the
-// rename is atomic, so bin/occ is always one whole, checked binary.
+// then renames it into place. Args: root sha256 staleMinutes. Each upload
+// writes a file of its own (mktemp), so two at once (two host checks on a
+// new connection) cannot write into one file and rename a mix of both; the
+// rename is atomic, so bin/occ is always one whole, checked binary. The
+// trap removes the file of an upload that fails, but not of one occ gives
+// up on: that one is ended with SIGKILL (scriptKillSession), which no trap
+// sees. So each upload first removes the files of earlier ones last
+// written more than staleMinutes ago (host.uploadStaleMinutes), which no
+// upload still running can own; best effort (two uploads may race to
+// remove one file), so it never fails the upload.
 const scriptUpload = `
 set -e
-r=$1 want=$2
+r=$1 want=$2 stale=$3
 umask 022
 mkdir -p "$r/bin"
 chmod 755 "$r" "$r/bin"
+find "$r/bin" -maxdepth 1 -type f -name '.occ.new.*' -mmin "+$stale" -delete 2>/dev/null || true
 t=$(mktemp "$r/bin/.occ.new.XXXXXX")
 trap 'rm -f "$t"' EXIT
 cat > "$t"
