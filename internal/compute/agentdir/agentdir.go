@@ -27,6 +27,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/workspace"
@@ -107,9 +109,20 @@ func (d Dir) Info() (Info, error) {
 // there is never replaced) and the directory synced. A crash or a full
 // disk mid-write leaves at most a stray temporary file, never a short
 // token that every later start would refuse as malformed; and callers
-// racing on a new Agent all get the one token that won.
+// racing on a new Agent all get the one token that won. Stray temporary
+// files (after the link, a second copy of the secret) are removed by a
+// later call (removeStaleTokenTemps).
+//
+// On a filesystem without hard links (link fails with EPERM, ENOTSUP,
+// ENOSYS or EXDEV, as on FAT or some FUSE filesystems) the token is
+// created as before the link: exclusively under its own name, written
+// whole and synced (createTokenExclusive).
 func (d Dir) EnsureToken() (string, error) {
+	d.removeStaleTokenTemps()
 	tok, err := d.Token()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		tok, err = d.awaitToken() // perhaps being written (createTokenExclusive)
+	}
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return tok, err
 	}
@@ -119,7 +132,7 @@ func (d Dir) EnsureToken() (string, error) {
 	}
 	tok = hex.EncodeToString(raw[:])
 	p := d.Path(FileToken)
-	f, err := os.CreateTemp(filepath.Dir(p), "."+FileToken+".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(p), tokenTempPrefix+"*")
 	if err != nil {
 		return "", fmt.Errorf("create token file: %w", err)
 	}
@@ -129,16 +142,122 @@ func (d Dir) EnsureToken() (string, error) {
 	if err := errors.Join(werr, f.Chmod(0o600), f.Sync(), f.Close()); err != nil {
 		return "", fmt.Errorf("write token file: %w", err)
 	}
-	if err := os.Link(tmp, p); errors.Is(err, fs.ErrExist) {
+	switch err := link(tmp, p); {
+	case errors.Is(err, fs.ErrExist):
 		return d.Token() // another caller's, whole
-	} else if err != nil {
+	case noHardLinks(err):
+		return d.createTokenExclusive(tok)
+	case err != nil:
 		return "", fmt.Errorf("create token file: %w", err)
 	}
-	if dir, err := os.Open(filepath.Dir(p)); err == nil {
-		_ = dir.Sync() // the link survives a crash; best effort
-		_ = dir.Close()
-	}
+	syncDir(filepath.Dir(p)) // the link survives a crash
 	return tok, nil
+}
+
+// link is os.Link. Tests replace it to stand for a filesystem without
+// hard links, which the test machine does not have (its kernel has no
+// FAT driver).
+var link = os.Link
+
+// noHardLinks reports whether err, from link, says the filesystem cannot
+// make hard links at all, rather than that this one failed.
+func noHardLinks(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EPERM, syscall.ENOTSUP, syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EXDEV} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// createTokenExclusive is EnsureToken without hard links: tok is written
+// to the token's own name, created exclusively (so a token once there is
+// never replaced), and synced; a failed write removes the file. A crash
+// mid-write can leave a short file, which Token refuses as malformed
+// until someone removes it. A caller that loses the exclusive create
+// waits, at most tokenWait, for the winner's write to complete, and
+// returns the winner's token.
+func (d Dir) createTokenExclusive(tok string) (string, error) {
+	p := d.Path(FileToken)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return d.awaitToken()
+	}
+	if err != nil {
+		return "", fmt.Errorf("create token file: %w", err)
+	}
+	_, werr := f.WriteString(tok)
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		os.Remove(p)
+		return "", fmt.Errorf("write token file: %w", err)
+	}
+	syncDir(filepath.Dir(p))
+	return tok, nil
+}
+
+// tokenWait bounds how long a caller that lost the exclusive create waits
+// for the winner to write the token (one write and an fsync).
+const tokenWait = 2 * time.Second
+
+// awaitToken is Token, after waiting while the file is a regular file
+// shorter than a token and modified less than tokenWait ago: another
+// caller's exclusive create (createTokenExclusive) whose write is under
+// way. A short file that is older is a crash's, refused at once.
+func (d Dir) awaitToken() (string, error) {
+	for deadline := time.Now().Add(tokenWait); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fi, err := os.Lstat(d.Path(FileToken))
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() >= tokenLen || time.Since(fi.ModTime()) > tokenWait {
+			break
+		}
+	}
+	return d.Token()
+}
+
+// tokenLen is a token's length: 32 bytes in hex.
+const tokenLen = 64
+
+// tokenTempPrefix begins the names of EnsureToken's temporary files.
+const tokenTempPrefix = "." + FileToken + ".tmp-"
+
+// staleTokenTemp is the age past which a temporary token file is no live
+// caller's.
+const staleTokenTemp = time.Minute
+
+// removeStaleTokenTemps removes the temporary token files EnsureToken
+// left when the process died between creating one and its deferred
+// removal: before the link it holds a token no one uses, after it a
+// second copy of the Agent's secret, which nothing else would ever
+// remove. Only files last modified more than staleTokenTemp ago go: a
+// live caller (another goroutine, or another occ process on the same
+// directory) keeps its file from its creation to its removal, one write
+// and a few fsyncs later, and removing it before its link would fail that
+// caller (should a sync ever take longer, the caller's link fails and it
+// returns an error; no token is lost or replaced). Anything but a regular
+// file of that name is not ours and is left alone. Best effort: a file
+// that cannot be removed now is tried again on the next call.
+func (d Dir) removeStaleTokenTemps() {
+	entries, err := os.ReadDir(string(d))
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-staleTokenTemp)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), tokenTempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			_ = os.Remove(d.Path(e.Name()))
+		}
+	}
+}
+
+// syncDir syncs the directory dir, so a new name in it survives a crash;
+// best effort.
+func syncDir(dir string) {
+	if f, err := os.Open(dir); err == nil {
+		_ = f.Sync()
+		_ = f.Close()
+	}
 }
 
 // Token reads and checks the token file: a regular file no one but its

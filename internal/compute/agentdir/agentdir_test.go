@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -51,8 +53,18 @@ func TestEnsureIsOnceAndKeepsTheToken(t *testing.T) {
 // get the one token that was created, whole (before, a loser could read
 // the file between its creation and its write, and refuse it as
 // malformed, or fail on its exclusive create), and no temporary file is
-// left beside it.
+// left beside it. The same holds on a filesystem without hard links,
+// where the token is created exclusively under its own name and losers
+// wait for the winner's write.
 func TestEnsureTokenRace(t *testing.T) {
+	t.Run("link", func(t *testing.T) { ensureTokenRace(t) })
+	t.Run("no hard links", func(t *testing.T) {
+		withoutHardLinks(t)
+		ensureTokenRace(t)
+	})
+}
+
+func ensureTokenRace(t *testing.T) {
 	for round := range 20 {
 		d := Dir(t.TempDir())
 		const n = 8
@@ -83,18 +95,133 @@ func TestEnsureTokenRace(t *testing.T) {
 				t.Fatalf("round %d: two tokens for one Agent", round)
 			}
 		}
-		entries, err := os.ReadDir(string(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		if diff := cmp.Diff([]string{FileToken}, names); diff != "" {
-			t.Fatalf("round %d: the directory after the race (-want +got):\n%s", round, diff)
+		if names := dirNames(t, string(d)); !cmp.Equal([]string{FileToken}, names) {
+			t.Fatalf("round %d: the directory after the race holds %q, want only %s", round, names, FileToken)
 		}
 	}
+}
+
+// withoutHardLinks makes link fail as it does on a filesystem without
+// hard links (FAT answers EPERM), for the rest of t. A seam, because the
+// test machine has no such filesystem (its kernel has no FAT driver); the
+// real link path is what the other tests run.
+func withoutHardLinks(t *testing.T) {
+	t.Helper()
+	saved := link
+	link = func(oldname, newname string) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EPERM}
+	}
+	t.Cleanup(func() { link = saved })
+}
+
+// TestEnsureTokenWithoutHardLinks: where link(2) is refused for the
+// filesystem (EPERM, ENOTSUP, ENOSYS, EXDEV), the token is still created,
+// whole, 0600, once, with no temporary file left; before, every new Agent
+// failed there with "create token file". Another link failure is still an
+// error.
+func TestEnsureTokenWithoutHardLinks(t *testing.T) {
+	saved := link
+	t.Cleanup(func() { link = saved })
+	for _, errno := range []syscall.Errno{syscall.EPERM, syscall.ENOTSUP, syscall.ENOSYS, syscall.EXDEV} {
+		link = func(oldname, newname string) error {
+			return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errno}
+		}
+		d := Dir(t.TempDir())
+		tok, err := d.EnsureToken()
+		if err != nil {
+			t.Fatalf("%v: EnsureToken: %v", errno, err)
+		}
+		if got, err := d.Token(); err != nil || got != tok {
+			t.Errorf("%v: Token() after EnsureToken = %v (same token: %t)", errno, err, got == tok)
+		}
+		if fi, err := os.Lstat(d.Path(FileToken)); err != nil || fi.Mode() != 0o600 {
+			t.Errorf("%v: token file: %v, mode %v; want a regular file, 0600", errno, err, fi.Mode())
+		}
+		if again, err := d.EnsureToken(); err != nil || again != tok {
+			t.Errorf("%v: a second EnsureToken replaced the token (err %v)", errno, err)
+		}
+		if names := dirNames(t, string(d)); !cmp.Equal([]string{FileToken}, names) {
+			t.Errorf("%v: the directory holds %q, want only %s", errno, names, FileToken)
+		}
+	}
+	link = func(oldname, newname string) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: syscall.EIO}
+	}
+	d := Dir(t.TempDir())
+	if _, err := d.EnsureToken(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("EnsureToken with link failing EIO = %v, want that error", err)
+	}
+	if names := dirNames(t, string(d)); len(names) != 0 {
+		t.Errorf("after a failed EnsureToken the directory holds %q", names)
+	}
+}
+
+// TestEnsureTokenWaitsForAWriteUnderWay: without hard links the token is
+// created under its own name and then written, so a caller may find it
+// empty; a fresh short file is waited on (tokenWait) and its token
+// returned, not refused as malformed.
+func TestEnsureTokenWaitsForAWriteUnderWay(t *testing.T) {
+	const content = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	d := Dir(t.TempDir())
+	write(t, d.Path(FileToken), "", 0o600)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		f, err := os.OpenFile(d.Path(FileToken), os.O_WRONLY, 0)
+		if err == nil {
+			_, _ = f.WriteString(content)
+			_ = f.Close()
+		}
+	}()
+	if tok, err := d.EnsureToken(); err != nil || tok != content {
+		t.Errorf("EnsureToken during another caller's write = %v (the writer's token: %t)", err, tok == content)
+	}
+}
+
+// TestEnsureTokenRemovesStaleTemps: a temporary token file a crash left
+// (between the link and its removal it is a second copy of the secret) is
+// removed by the next EnsureToken, whether the token exists or not, once
+// it is older than staleTokenTemp; a fresh one, which may be a live
+// concurrent caller's, and files of other names are kept.
+func TestEnsureTokenRemovesStaleTemps(t *testing.T) {
+	const content = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, withToken := range []bool{true, false} {
+		d := Dir(t.TempDir())
+		if withToken {
+			write(t, d.Path(FileToken), content, 0o600)
+		}
+		old := time.Now().Add(-staleTokenTemp - time.Minute)
+		for _, name := range []string{".token.tmp-123", ".token.tmp-456", ".other.tmp-1"} {
+			write(t, d.Path(name), content, 0o600)
+			if err := os.Chtimes(d.Path(name), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, d.Path(".token.tmp-789"), content, 0o600) // fresh
+		tok, err := d.EnsureToken()
+		if err != nil {
+			t.Fatalf("token present %t: EnsureToken: %v", withToken, err)
+		}
+		if withToken && tok != content {
+			t.Errorf("EnsureToken replaced the existing token")
+		}
+		want := []string{".other.tmp-1", ".token.tmp-789", FileToken}
+		if names := dirNames(t, string(d)); !cmp.Equal(want, names) {
+			t.Errorf("token present %t: the directory holds %q, want %q", withToken, names, want)
+		}
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // TestTokenRefusals: a token file that is not the driver's own is an
@@ -127,6 +254,10 @@ func TestTokenRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Dir(t.TempDir())
 			tt.setup(t, d.Path(FileToken))
+			// Older than tokenWait: a short file just written would be
+			// waited on as another caller's write under way.
+			old := time.Now().Add(-time.Hour)
+			_ = os.Chtimes(d.Path(FileToken), old, old)
 			for _, f := range []func() (string, error){d.Token, d.EnsureToken} {
 				_, err := f()
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
