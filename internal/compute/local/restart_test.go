@@ -266,6 +266,42 @@ func TestTransientVerifyFailureBeforeRestart(t *testing.T) {
 	}
 }
 
+// TestMalformedIdentityBeforeRestart: a setup identity file that cannot
+// be parsed when a serving gateway is restarted ends the revision with a
+// permanent WORKSPACE_SETUP_FAILED, as a marker that is gone does: the
+// file reads the same on every retry. Before, every Identity() error was
+// taken for a transient one, and the supervisor verified again in backoff
+// for ever while PrepareRevision answered pending.
+func TestMalformedIdentityBeforeRestart(t *testing.T) {
+	td := newTestDriver(t, standInGatewayRuntime(t), "", func(o *Options) { o.StopGrace = time.Second })
+	ta := newTestAgent()
+	rev := ta.revision(1, "")
+	none := compute.RevisionContext{}
+	a := td.agent(ta.agent.ID)
+	mustDo(t, "ensureLayout", a.ensureLayout(ta.ns.ID))
+	id := workspace.Setup{ID: ids.New(ids.WorkspaceSetup), NamespaceID: ta.ns.ID, AgentID: ta.agent.ID, Completed: true}
+	mustDo(t, "write the setup identity", a.files().WriteIdentity(id))
+	marker := filepath.Join(a.path(dirWorkspace), workspace.MarkerName)
+	mustDo(t, "write the marker", os.WriteFile(marker, id.Identity().MarshalMarker(), 0o600))
+	waitReady(t, td, rev, none, 30*time.Second)
+	mustDo(t, "ActivateRevision", td.ActivateRevision(ctxT(t, 10*time.Second), rev, none))
+
+	mustDo(t, "break the setup identity", os.WriteFile(a.files().Path(agentdir.FileIdentity), []byte("not json"), 0o600))
+	pid, _, ok := runningPID(td.dir, ta.agent.ID)
+	if !ok {
+		t.Fatal("no gateway running")
+	}
+	mustDo(t, "kill -9", syscall.Kill(pid, syscall.SIGKILL))
+	// The first restart comes after 1 s of backoff; transient failures
+	// would keep it pending (1 s, 2 s, 4 s, ...) past this bound.
+	if code := waitPermanent(t, td, rev, none, 20*time.Second); code != compute.CodeWorkspaceSetupFailed {
+		t.Errorf("restart with a malformed identity: %s, want %s", code, compute.CodeWorkspaceSetupFailed)
+	}
+	if _, _, ok := runningPID(td.dir, ta.agent.ID); ok {
+		t.Error("a gateway runs with a malformed setup identity")
+	}
+}
+
 // TestForeignListenerOfADeadGatewayIsNotReady: a gateway that exits at
 // once (its port was taken between the port check and its bind) leaves
 // /proc/<pid>/fd unreadable, so the listener owner cannot be checked; the

@@ -578,12 +578,19 @@ func (s *supervisor) finish(p *procHandle) {
 // the first start: a workspace whose marker vanished must not serve. A
 // verdict on the workspace (marker missing or different, a symbolic link,
 // ...) is a permanent WORKSPACE_SETUP_FAILED; a failure that says nothing
-// about it (setupTransient: a timeout, resource exhaustion, an I/O error,
-// an unreadable identity file) is returned as a plain, retryable error.
+// about it (setupTransient: a timeout, resource exhaustion, an I/O error)
+// is returned as a plain, retryable error. The identity file is classed
+// the same way: reading it may fail for the host (EIO, EMFILE: retried),
+// but a malformed file, or one refused for good (EACCES, ELOOP), would be
+// read the same on every retry, and retrying it without limit would
+// report the revision pending for ever.
 func (s *supervisor) verifyBeforeRestart() error {
 	id, err := s.a.files().Identity()
 	if err != nil {
-		return fmt.Errorf("local: read the setup identity: %w", err)
+		if setupTransient(err) {
+			return fmt.Errorf("local: read the setup identity (retryable): %w", err)
+		}
+		return compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("local: read the setup identity: %w", err))
 	}
 	if id == nil {
 		return nil
