@@ -354,7 +354,13 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 // record still refuses to start over missing storage), else nil.
 func (d *Driver) setup(ctx context.Context, a *agent, rev compute.Revision, ws *compute.WorkspaceSetup) (*workspace.Setup, error) {
 	if ws == nil {
-		return a.files().Identity()
+		id, err := a.files().Identity()
+		if err != nil && !setupTransient(err) {
+			// Malformed, or refused for good: every retry would read
+			// the same (as verifyBeforeRestart decides).
+			return nil, compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("local: read the setup identity: %w", err))
+		}
+		return id, err
 	}
 	s := workspace.Setup{
 		ID: ws.ID, NamespaceID: ws.NamespaceID, AgentID: ws.AgentID, DefaultsID: ws.DefaultsID,

@@ -302,6 +302,24 @@ func TestMalformedIdentityBeforeRestart(t *testing.T) {
 	}
 }
 
+// TestMalformedIdentityAtPrepare: a revision prepared over a malformed
+// setup identity (a later revision, with no setup record) fails with
+// WORKSPACE_SETUP_FAILED at once; every retry would read the same file.
+func TestMalformedIdentityAtPrepare(t *testing.T) {
+	td := newTestDriver(t, standInGatewayRuntime(t), "", nil)
+	ta := newTestAgent()
+	a := td.agent(ta.agent.ID)
+	mustDo(t, "ensureLayout", a.ensureLayout(ta.ns.ID))
+	mustDo(t, "write a malformed setup identity", os.WriteFile(a.files().Path(agentdir.FileIdentity), []byte("not json"), 0o600))
+	_, err := td.PrepareRevision(ctxT(t, 10*time.Second), ta.revision(2, ""), compute.RevisionContext{})
+	if p, ok := compute.AsPermanent(err); !ok || p.Code != compute.CodeWorkspaceSetupFailed {
+		t.Errorf("PrepareRevision over a malformed identity: %v; want a permanent %s", err, compute.CodeWorkspaceSetupFailed)
+	}
+	if _, _, ok := runningPID(td.dir, ta.agent.ID); ok {
+		t.Error("a gateway runs with a malformed setup identity")
+	}
+}
+
 // TestForeignListenerOfADeadGatewayIsNotReady: a gateway that exits at
 // once (its port was taken between the port check and its bind) leaves
 // /proc/<pid>/fd unreadable, so the listener owner cannot be checked; the
