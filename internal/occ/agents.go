@@ -251,7 +251,9 @@ func (s *Service) Stop(ctx context.Context, namespaceID, id string) (store.Agent
 // DeleteAgent starts the Agent's teardown: status deleting, desired
 // stopped, queued deployments cancelled, teardown queued. An Agent that
 // never activated a revision has its pending initial files erased at once,
-// without waiting for the worker. Repeating the call is idempotent.
+// without waiting for the worker. Repeating the call is idempotent while
+// the teardown is queued or running; one given up is queued again
+// (queueDelete).
 func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (store.Agent, error) {
 	var out store.Agent
 	err := s.store.InTx(ctx, func(tx store.Store) error {
@@ -264,19 +266,22 @@ func (s *Service) DeleteAgent(ctx context.Context, namespaceID, id string) (stor
 		if out, err = tx.MarkAgentDeleting(ctx, namespaceID, id, actorID(ctx), now); err != nil {
 			return err
 		}
-		if a.Status == store.AgentDeleting {
-			return nil // already deleting: nothing more to queue or audit
-		}
-		if _, err := tx.CancelAgentWork(ctx, namespaceID, id, []string{store.WorkRevisionDeploy, store.WorkAgentStop}, now); err != nil {
-			return err
-		}
-		if a.ActiveRevisionID == "" {
-			if _, err := tx.DeleteWorkspaceSetup(ctx, namespaceID, id); err != nil {
+		if a.Status != store.AgentDeleting {
+			if _, err := tx.CancelAgentWork(ctx, namespaceID, id, []string{store.WorkRevisionDeploy, store.WorkAgentStop}, now); err != nil {
 				return err
 			}
+			if a.ActiveRevisionID == "" {
+				if _, err := tx.DeleteWorkspaceSetup(ctx, namespaceID, id); err != nil {
+					return err
+				}
+			}
 		}
-		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkAgentDelete, IdempotencyKey: id + ":delete", NamespaceID: namespaceID, AgentID: id}, now); err != nil {
+		queued, err := queueDelete(ctx, tx, store.WorkItem{Kind: store.WorkAgentDelete, IdempotencyKey: id + ":delete", NamespaceID: namespaceID, AgentID: id}, now)
+		if err != nil {
 			return err
+		}
+		if !queued {
+			return nil // already deleting, its teardown queued or running: nothing more to audit
 		}
 		return s.audit.Mutation(ctx, tx, ActionAgentDelete, resAgent(a), map[string]string{"name": a.Name})
 	})

@@ -66,11 +66,12 @@ func (s *Service) DeleteNamespace(ctx context.Context, id string) (store.Namespa
 		if ns, err = tx.MarkNamespaceDeleting(ctx, id, now); err != nil {
 			return err
 		}
-		if cur.Status == store.NamespaceDeleting {
-			return nil
-		}
-		if _, err := enqueue(ctx, tx, store.WorkItem{Kind: store.WorkNamespaceDelete, IdempotencyKey: id + ":delete", NamespaceID: id}, now); err != nil {
+		queued, err := queueDelete(ctx, tx, store.WorkItem{Kind: store.WorkNamespaceDelete, IdempotencyKey: id + ":delete", NamespaceID: id}, now)
+		if err != nil {
 			return err
+		}
+		if !queued {
+			return nil // already deleting, its teardown queued or running
 		}
 		return s.audit.Mutation(ctx, tx, ActionNamespaceDelete, resNamespace(id), map[string]string{"name": cur.Name})
 	})

@@ -125,6 +125,37 @@ func requireAdmin(ctx context.Context, tx store.Store) error {
 }
 
 // enqueue queues work in tx on behalf of the caller, available now.
+// maxDeleteRequeues bounds the chain requeueDelete walks: each link is a
+// delete that ended without deleting and was asked for again.
+const maxDeleteRequeues = 1000
+
+// queueDelete queues the teardown w (an Agent's or a Namespace's delete,
+// whose IdempotencyKey is the base key) unless one is queued, running or
+// has succeeded. A delete that ended without deleting (given up after its
+// retries, or cancelled) is queued again under a key chained to it, so an
+// Agent or Namespace left deleting with nothing queued is not stuck for
+// good: repeating the delete request starts the teardown again. It
+// reports whether it queued one.
+func queueDelete(ctx context.Context, tx store.Store, w store.WorkItem, now time.Time) (bool, error) {
+	base, key := w.IdempotencyKey, w.IdempotencyKey
+	for range maxDeleteRequeues {
+		prev, err := tx.GetWorkByKey(ctx, key)
+		if errkind.Is(err, errkind.NotFound) {
+			w.IdempotencyKey = key
+			_, err := enqueue(ctx, tx, w, now)
+			return err == nil, err
+		}
+		if err != nil {
+			return false, err
+		}
+		if prev.State != store.WorkFailedPermanent && prev.State != store.WorkCancelled {
+			return false, nil // queued, running, or done
+		}
+		key = base + ":" + prev.ID
+	}
+	return false, errkind.New(errkind.Conflict, "This resource's deletion was requested and given up too many times.")
+}
+
 func enqueue(ctx context.Context, tx store.Store, w store.WorkItem, now time.Time) (store.WorkItem, error) {
 	w.ID = ids.New(ids.WorkItem)
 	w.ActorID = actorID(ctx)

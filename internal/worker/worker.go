@@ -476,7 +476,7 @@ func (w *Worker) process(ctx context.Context, item store.WorkItem) {
 		// without an outcome (its worker died, or lost the lease): an item
 		// that takes its worker down with it would otherwise be taken up
 		// again for ever.
-		out = failed("RETRIES_EXHAUSTED", "The deployment kept failing and was given up.")
+		out = retriesExhausted(item.Kind)
 	} else {
 		out = w.reconcile(wctx, item)
 	}
@@ -560,7 +560,7 @@ func (w *Worker) record(ctx context.Context, item store.WorkItem, out outcome, l
 	w.step(ctx)
 	now := w.now()
 	if out.state == "" && !out.pending && item.Attempts >= w.o.MaxAttempts {
-		out = failed("RETRIES_EXHAUSTED", "The deployment kept failing and was given up.")
+		out = retriesExhausted(item.Kind)
 	}
 	var err error
 	if out.state != "" {
@@ -858,6 +858,24 @@ func (w *Worker) deploy(ctx context.Context, item store.WorkItem) outcome {
 	// the backend.
 	w.retireOlder(ctx, rev, agent.Name)
 	return succeeded()
+}
+
+// retriesExhausted gives an item up after MaxAttempts. A given-up delete
+// leaves its Agent or Namespace deleting; the delete request, repeated,
+// queues the teardown again (occ.queueDelete).
+func retriesExhausted(kind string) outcome {
+	what := map[string]string{
+		store.WorkRevisionDeploy:     "The deployment kept failing and was given up.",
+		store.WorkAgentStop:          "The stop kept failing and was given up.",
+		store.WorkAgentDelete:        "The Agent's teardown kept failing and was given up; delete the Agent again to retry it.",
+		store.WorkNamespaceDelete:    "The Namespace's teardown kept failing and was given up; delete the Namespace again to retry it.",
+		store.WorkNamespaceReconcile: "The Namespace's setup kept failing and was given up.",
+		store.WorkNamespaceRepair:    "The Namespace's reconciliation kept failing and was given up.",
+	}[kind]
+	if what == "" {
+		what = "The work kept failing and was given up."
+	}
+	return failed("RETRIES_EXHAUSTED", what)
 }
 
 // activationRefused ends a deploy whose activation transaction refused.

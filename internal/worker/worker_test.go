@@ -1152,3 +1152,68 @@ func TestClaimsPastTheLimit(t *testing.T) {
 		t.Errorf("the driver was called for an item past its limit: %+v", calls)
 	}
 }
+
+// TestGivenUpDeleteQueuedAgain: an Agent's teardown given up after its
+// retries leaves the Agent deleting; deleting it again queues the teardown
+// again (once, however often it is repeated while that one is queued), and
+// the Agent goes. The same for a Namespace. On both engines.
+func TestGivenUpDeleteQueuedAgain(t *testing.T) {
+	testdb.Engines(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := testutil.Context(t)
+		clock := testutil.NewClock(time.Time{})
+		drv := fake.New(fake.Options{})
+		f := newFixture(t, ctx, st, nil, drv, worker.Options{Now: clock.Now, MaxAttempts: 2, Logger: quietLogger()})
+		a := f.agent(t, "undying", false)
+		drv.FailNext(fake.DeleteAgent, 2, errBackend)
+		if _, err := f.srv.Service.DeleteAgent(f.admin, f.ns.ID, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		runAll(t, ctx, f, clock)
+		first, err := st.GetWorkByKey(ctx, a.ID+":delete")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(pass{State: store.WorkFailedPermanent, Code: "RETRIES_EXHAUSTED"}, pass{State: first.State, Code: first.ReasonCode}); diff != "" {
+			t.Fatalf("the teardown after two failures (-want +got):\n%s", diff)
+		}
+		if got, err := st.GetAgent(ctx, f.ns.ID, a.ID); err != nil || got.Status != store.AgentDeleting {
+			t.Fatalf("the Agent after its teardown was given up: %+v, %v; want deleting", got.Status, err)
+		}
+		for range 2 {
+			if _, err := f.srv.Service.DeleteAgent(f.admin, f.ns.ID, a.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		second, err := st.GetWorkByKey(ctx, a.ID+":delete:"+first.ID)
+		if err != nil || second.State != store.WorkQueued {
+			t.Fatalf("the teardown queued again: %+v, %v; want queued", second.State, err)
+		}
+		if _, err := st.GetWorkByKey(ctx, a.ID+":delete:"+second.ID); !errkind.Is(err, errkind.NotFound) {
+			t.Errorf("a third teardown was queued while the second waits: %v", err)
+		}
+		runAll(t, ctx, f, clock)
+		if _, err := st.GetAgent(ctx, f.ns.ID, a.ID); !errkind.Is(err, errkind.NotFound) {
+			t.Fatalf("GetAgent after the second teardown: %v, want NotFound", err)
+		}
+
+		// The Namespace, now empty but for its Configuration.
+		if err := f.srv.Service.DeleteConfiguration(f.admin, f.ns.ID, f.cfg.ID); err != nil {
+			t.Fatal(err)
+		}
+		drv.FailNext(fake.DeleteNamespace, 2, errBackend)
+		if _, err := f.srv.Service.DeleteNamespace(f.admin, f.ns.ID); err != nil {
+			t.Fatal(err)
+		}
+		runAll(t, ctx, f, clock)
+		if got, err := st.GetNamespace(ctx, f.ns.ID); err != nil || got.Status != store.NamespaceDeleting {
+			t.Fatalf("the Namespace after its teardown was given up: %+v, %v; want deleting", got.Status, err)
+		}
+		if _, err := f.srv.Service.DeleteNamespace(f.admin, f.ns.ID); err != nil {
+			t.Fatal(err)
+		}
+		runAll(t, ctx, f, clock)
+		if _, err := st.GetNamespace(ctx, f.ns.ID); !errkind.Is(err, errkind.NotFound) {
+			t.Errorf("GetNamespace after the second teardown: %v, want NotFound", err)
+		}
+	})
+}
