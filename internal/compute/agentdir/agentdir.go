@@ -114,7 +114,7 @@ func (d Dir) Info() (Info, error) {
 // later call (removeStaleTokenTemps).
 //
 // On a filesystem without hard links (link fails with EPERM, ENOTSUP,
-// ENOSYS or EXDEV, as on FAT or some FUSE filesystems) the token is
+// ENOSYS or EXDEV, as on some FUSE filesystems) the token is
 // created as before the link: exclusively under its own name, written
 // whole and synced (createTokenExclusive).
 func (d Dir) EnsureToken() (string, error) {
@@ -155,8 +155,7 @@ func (d Dir) EnsureToken() (string, error) {
 }
 
 // link is os.Link. Tests replace it to stand for a filesystem without
-// hard links, which the test machine does not have (its kernel has no
-// FAT driver).
+// hard links, which the test machine does not have.
 var link = os.Link
 
 // noHardLinks reports whether err, from link, says the filesystem cannot

@@ -56,7 +56,7 @@ type host struct {
 // All of them run over the host's one SSH connection (host.client), and
 // sshd's process for that connection holds a socket for each: under the
 // soft open-files limit it inherits from the listening sshd, typically
-// 1,024 (systemd's default LimitNOFILE), channels past ~1,010 were
+// 1,024 (systemd's default LimitNOFILE), channels past about 1,018 were
 // refused at once ("open failed") instead of waiting for a slot.
 // 512 leaves room under 1,024 for the connection's own files and the
 // sessions beside the tunnels (3 each; at most 64 command sessions, the

@@ -84,9 +84,13 @@ func (s *Store) EnqueueWork(ctx context.Context, w store.WorkItem) (store.WorkIt
 			// the deletion it writes with the item), so two requests can
 			// commit in the other order than their clocks, and replicas'
 			// clocks differ: an item is made to come after every
-			// unfinished item of the Agent already committed. The same
-			// holds for a Namespace's own work (no Agent), queued under
-			// the Namespace's row.
+			// unfinished item of the Agent already committed. A Namespace's
+			// own work (no Agent) is dated the same way; its repair is
+			// queued without the Namespace's row lock, so a repair and a
+			// delete committed at once may be dated in either order,
+			// which is harmless: they never run side by side (ClaimWork),
+			// and a repair that runs after the delete finds the Namespace
+			// deleting or gone and is cancelled.
 			var last *time.Time
 			q, args := `SELECT MAX(created_at) FROM controller_work
 				WHERE namespace_id = ? AND agent_id = ? AND state IN ('queued', 'running')`, []any{w.NamespaceID, w.AgentID}
