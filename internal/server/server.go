@@ -122,6 +122,7 @@ func New(o Options) *Server {
 	}
 	if o.Worker.Observer == nil && o.Metrics != nil {
 		o.Worker.Observer = o.Metrics
+		o.Metrics.ExpectDriver(o.Driver.ID())
 	}
 
 	var rec *audit.Recorder
@@ -357,7 +358,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return err
 	}
 	if created {
-		logger.Info("installation bootstrapped", "admin", cfg.BootstrapAdminEmail)
+		logger.Info("installation bootstrapped") // the administrator's address is not logged
 	}
 	// Start-up ran one or two argon2 hashes of 64 MiB each (the sign-in
 	// dummy hash, the bootstrap password) that are garbage now. An idle

@@ -140,7 +140,43 @@ func NewMetrics() *Metrics {
 		m.auditFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The series the alert rules count with increase() start at 0: a
+	// series that first appears already at 1 has no increase to
+	// Prometheus, so the first event (often the only one: an audit write
+	// failure, an unknown outcome) would never fire its alert.
+	for _, op := range GatewayOperations {
+		for _, tr := range GatewayTransports {
+			for _, oc := range GatewayOutcomes {
+				m.gwOps.WithLabelValues(op, tr, oc)
+			}
+		}
+	}
+	for _, k := range AuditKinds {
+		m.auditFailures.WithLabelValues(k)
+	}
 	return m
+}
+
+// The label values whose series exist from the start (see NewMetrics and
+// ExpectDriver). TestSeriesStartAtZero checks them against their sources.
+var (
+	GatewayOperations  = []string{"get", "set"}
+	GatewayTransports  = []string{"direct", "routed"}
+	GatewayOutcomes    = []string{"ok", "unavailable", "conflict", "outcome_unknown"}
+	AuditKinds         = []string{"bootstrap", "mutation", "access", "authorization_denial"}
+	DeploymentOutcomes = []string{"succeeded", "failed_permanent", "cancelled"}
+)
+
+// ExpectDriver starts the deployment series of the Compute driver this
+// process's worker runs (its id is known only then) at 0, for the same
+// reason as NewMetrics's.
+func (m *Metrics) ExpectDriver(driver string) {
+	if m == nil {
+		return
+	}
+	for _, oc := range DeploymentOutcomes {
+		m.deployments.WithLabelValues(driver, oc)
+	}
 }
 
 // Registry is the registry, for tests that gather it directly.
@@ -234,8 +270,9 @@ func (m *Metrics) Handler() http.Handler {
 		ErrorHandling: promhttp.ContinueOnError,
 		Timeout:       10 * time.Second,
 	}))
+	// No /debug/pprof/cmdline: it answers os.Args verbatim, and a
+	// --database-url given as a flag carries its password there.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

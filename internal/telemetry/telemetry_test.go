@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/openclaw/occ/internal/httpx"
+	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/telemetry"
 )
 
@@ -140,7 +141,9 @@ func TestMetricsListenerServesPprof(t *testing.T) {
 		body string
 	}{
 		{"/debug/pprof/", 200, "goroutine"},
-		{"/debug/pprof/cmdline", 200, ""},
+		// Not served: it would answer the process's arguments, which
+		// can hold a --database-url with its password.
+		{"/debug/pprof/cmdline", 404, ""},
 		{"/debug/pprof/heap?debug=1", 200, "heap profile"},
 		{"/metrics", 200, "go_goroutines"},
 		{"/", 404, ""},
@@ -149,6 +152,57 @@ func TestMetricsListenerServesPprof(t *testing.T) {
 		if code != tc.want || !strings.Contains(body, tc.body) {
 			t.Errorf("GET %s = %d (%d bytes); want %d containing %q", tc.path, code, len(body), tc.want, tc.body)
 		}
+		if strings.Contains(body, os.Args[0]) {
+			t.Errorf("GET %s answers the process's command line", tc.path)
+		}
+	}
+}
+
+// TestSeriesStartAtZero: the series the alert rules count with increase()
+// exist at 0 before their first event, so that the first one is an
+// increase; and the label values started are the ones their sources use.
+func TestSeriesStartAtZero(t *testing.T) {
+	m := telemetry.NewMetrics()
+	m.ExpectDriver("local")
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			var labels []string
+			for _, l := range mt.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			key := f.GetName() + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case mt.Counter != nil:
+				got[key] = mt.GetCounter().GetValue()
+			case mt.Histogram != nil:
+				got[key] = float64(mt.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	for _, key := range []string{
+		`occ_gateway_operations_total{operation=set,outcome=outcome_unknown,transport=routed}`,
+		`occ_gateway_operations_total{operation=get,outcome=unavailable,transport=direct}`,
+		`occ_audit_write_failures_total{kind=mutation}`,
+		`occ_audit_write_failures_total{kind=authorization_denial}`,
+		`occ_worker_deployment_duration_seconds{driver=local,outcome=failed_permanent}`,
+	} {
+		v, ok := got[key]
+		if !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want a series at 0", key, v, ok)
+		}
+	}
+	wantKinds := []string{store.AuditBootstrap, store.AuditMutation, store.AuditAccess, store.AuditAuthorizationDenial}
+	if diff := cmp.Diff(wantKinds, telemetry.AuditKinds); diff != "" {
+		t.Errorf("audit kinds started (-store +telemetry):\n%s", diff)
+	}
+	wantOutcomes := []string{string(store.WorkSucceeded), string(store.WorkFailedPermanent), string(store.WorkCancelled)}
+	if diff := cmp.Diff(wantOutcomes, telemetry.DeploymentOutcomes); diff != "" {
+		t.Errorf("deployment outcomes started (-store +telemetry):\n%s", diff)
 	}
 }
 
