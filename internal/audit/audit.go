@@ -12,6 +12,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -125,7 +126,11 @@ func (r *Recorder) Record(ctx context.Context, st store.Store, e store.AuditEven
 		st = r.store
 	}
 	err := st.AppendAuditEvent(authz.WithSubject(ctx, authz.SystemSubject(authz.SystemAudit)), e)
-	if err != nil && r.failures != nil {
+	// A write abandoned because its caller went away (a client that
+	// disconnected, a server shutting down) loses nothing: the change or
+	// the gateway write it records was not made either. It is not a
+	// failure to alert on. A deadline is: the database did not answer.
+	if err != nil && r.failures != nil && !errors.Is(ctx.Err(), context.Canceled) {
 		r.failures.AuditWriteFailed(string(e.Kind))
 	}
 	return err

@@ -136,3 +136,31 @@ func (d *deadlineStore) AppendAuditEvent(ctx context.Context, e store.AuditEvent
 	}
 	return d.recordingStore.AppendAuditEvent(ctx, e)
 }
+
+// TestFailuresCountedOnlyWhenTheDatabaseFails: a write abandoned because
+// its caller went away is not an audit write failure (nothing was changed
+// without its record); one the database did not take in time is.
+func TestFailuresCountedOnlyWhenTheDatabaseFails(t *testing.T) {
+	var counted []string
+	r := NewRecorder(&recordingStore{}, nil, nil, nil)
+	r.ObserveFailures(failureFunc(func(kind string) { counted = append(counted, kind) }))
+	e := store.AuditEvent{Kind: store.AuditMutation, Action: "openclaw.things.create", Outcome: store.OutcomeSuccess}
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Record(gone, nil, e); err == nil {
+		t.Fatal("Record on a cancelled context succeeded")
+	}
+	late, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if err := r.Record(late, nil, e); err == nil {
+		t.Fatal("Record past its deadline succeeded")
+	}
+	if diff := cmp.Diff([]string{store.AuditMutation}, counted); diff != "" {
+		t.Errorf("failures counted (-want +got):\n%s", diff)
+	}
+}
+
+type failureFunc func(kind string)
+
+func (f failureFunc) AuditWriteFailed(kind string) { f(kind) }
