@@ -458,6 +458,11 @@ func (w *Worker) process(ctx context.Context, item store.WorkItem) {
 				rctx, rcancel := context.WithTimeout(ctx, w.o.StoreTimeout)
 				err := w.store.RenewWork(rctx, item.ID, item.ClaimToken, w.now().Add(w.o.Lease))
 				rcancel()
+				if err != nil && ctx.Err() != nil {
+					// The worker is stopping: the item is being handed
+					// back (record), not lost to another worker.
+					return
+				}
 				if err != nil {
 					w.o.Logger.WarnContext(ctx, "worker: lease lost", "work", item.ID, "error", err)
 					if w.o.Observer != nil {

@@ -1217,3 +1217,46 @@ func TestGivenUpDeleteQueuedAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestStopIsNotALeaseLoss: a worker stopped while a driver call ignores
+// the stop for a while renews no more, but does not count that as a lost
+// lease (occ_worker_lease_losses_total, which an alert watches): the item
+// is handed back, not taken over.
+func TestStopIsNotALeaseLoss(t *testing.T) {
+	ctx := testutil.Context(t)
+	clock := testutil.NewClock(time.Time{})
+	drv := fake.New(fake.Options{})
+	m := telemetry.NewMetrics()
+	const lease = 300 * time.Millisecond // renewed every 100 ms
+	f := newFixture(t, ctx, testdb.SQLite(t), nil, drv, worker.Options{Now: clock.Now, Lease: lease, Logger: quietLogger(), Observer: m})
+	f.deploy(t, f.agent(t, "agent", false))
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	drv.OnCall(func(c fake.Call) {
+		if c.Method == fake.PrepareRevision {
+			once.Do(func() { close(entered) })
+			<-release // a driver call deaf to its context for a while
+		}
+	})
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.srv.Worker.Run(wctx) }()
+	<-entered
+	stop()
+	time.Sleep(5 * lease / 3) // several renewal ticks after the stop
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range fams {
+		if mf.GetName() == telemetry.MetricWorkerLeaseLosses {
+			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 0 {
+				t.Errorf("%s = %v after a stop, want 0", telemetry.MetricWorkerLeaseLosses, v)
+			}
+		}
+	}
+}
