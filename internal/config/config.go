@@ -374,14 +374,14 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	if c.MetricsListen != "" {
 		if err := validateListen(c.MetricsListen); err != nil {
 			add(fmt.Errorf("metrics %w", err))
-		} else if c.MetricsListen == c.Listen {
+		} else if sameListener(c.MetricsListen, c.Listen) {
 			add(fmt.Errorf("metrics listen address %q must differ from the API listen address", c.MetricsListen))
 		}
 	}
 	if c.WorkerHealthListen != "" {
 		if err := validateListen(c.WorkerHealthListen); err != nil {
 			add(fmt.Errorf("worker health %w", err))
-		} else if c.WorkerHealthListen == c.MetricsListen {
+		} else if sameListener(c.WorkerHealthListen, c.MetricsListen) {
 			add(fmt.Errorf("worker health listen address %q must differ from the metrics listen address", c.WorkerHealthListen))
 		}
 	}
@@ -427,6 +427,20 @@ func validateListen(s string) error {
 		return fmt.Errorf("listen address %q: host %q is not a host name or IP address", s, host)
 	}
 	return nil
+}
+
+// sameListener reports whether two valid listen addresses would take one
+// socket: the same port (not 0, which picks a free one) on the same host,
+// or on hosts of which one is a wildcard ("", 0.0.0.0, ::), which binds
+// every address. Two distinct specific hosts may share a port.
+func sameListener(a, b string) bool {
+	ha, pa, _ := net.SplitHostPort(a)
+	hb, pb, _ := net.SplitHostPort(b)
+	if pa != pb || pa == "0" {
+		return false
+	}
+	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || wild(ha) || wild(hb)
 }
 
 // validateDatabaseURL checks only the scheme, the part that decides which

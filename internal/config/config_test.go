@@ -566,6 +566,8 @@ func TestValidate(t *testing.T) {
 		{"gateway pool idle timeout", func(c *Config) { c.GatewayPoolIdleTimeout = 0 }, "gateway pool idle timeout must be positive, got 0s"},
 		{"metrics listener without port", func(c *Config) { c.MetricsListen = "localhost" }, `metrics listen address "localhost" is not host:port (like 127.0.0.1:8080)`},
 		{"metrics listener on the API address", func(c *Config) { c.MetricsListen = c.Listen }, `metrics listen address "127.0.0.1:8080" must differ from the API listen address`},
+		{"metrics listener on the API port, every address", func(c *Config) { c.MetricsListen = ":8080" }, `metrics listen address ":8080" must differ from the API listen address`},
+		{"metrics listener on the API port, the wildcard", func(c *Config) { c.Listen, c.MetricsListen = "0.0.0.0:8080", "127.0.0.1:8080" }, `metrics listen address "127.0.0.1:8080" must differ from the API listen address`},
 		{"worker health listener", func(c *Config) { c.WorkerHealthListen = "0.0.0.0:8081" }, ""},
 		// occ server ignores it, so one file can serve API and worker Pods.
 		{"worker health listener on the API address", func(c *Config) { c.WorkerHealthListen = c.Listen }, ""},
