@@ -4,14 +4,15 @@ import (
 	"context"
 	"time"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
 )
 
 // Audit listing limits.
 const (
-	DefaultAuditPageSize = 50
-	MaxAuditPageSize     = 200
+	DefaultAuditPageSize = apitypes.DefaultAuditPageSize
+	MaxAuditPageSize     = apitypes.MaxAuditPageSize
 )
 
 // AuditPage is one page of audit events, newest first. NextCursor is empty

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
 )
@@ -14,9 +15,11 @@ import (
 // revisions, service principals, roles, access bindings, restrictions): a request without a
 // limit gets DefaultPageSize items, and no request gets more than
 // MaxPageSize.
+// They are apitypes' (the API's contract); the store pages at most
+// store.MaxPageSize, the same number (TestPageSizesAgree).
 const (
-	DefaultPageSize = 100
-	MaxPageSize     = store.MaxPageSize
+	DefaultPageSize = apitypes.DefaultPageSize
+	MaxPageSize     = apitypes.MaxPageSize
 )
 
 // Page is one page of a list, oldest first. NextCursor is empty on the

@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/openclaw/occ/apitypes"
 	"github.com/openclaw/occ/internal/errkind"
+	"github.com/openclaw/occ/internal/store"
 )
 
 // FuzzDecodeCursor checks, for any cursor a client can send, that
@@ -78,5 +80,12 @@ func TestCursorYears(t *testing.T) {
 		if got := err == nil; got != tc.ok {
 			t.Errorf("decodeCursor(time %s): accepted %v, want %v (%v)", tc.t, got, tc.ok, err)
 		}
+	}
+}
+
+// TestPageSizesAgree: the API's page size limit is the store's.
+func TestPageSizesAgree(t *testing.T) {
+	if apitypes.MaxPageSize != store.MaxPageSize {
+		t.Errorf("apitypes.MaxPageSize %d, store.MaxPageSize %d; want one number", apitypes.MaxPageSize, store.MaxPageSize)
 	}
 }

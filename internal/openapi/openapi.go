@@ -26,7 +26,6 @@ import (
 	"github.com/openclaw/occ/internal/digest"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/ids"
-	"github.com/openclaw/occ/internal/occ"
 	"github.com/openclaw/occ/internal/workspace"
 )
 
@@ -269,8 +268,8 @@ func idPattern(prefix string) string { return "^" + regexp.QuoteMeta(prefix) + u
 // queryLimits bounds the page size parameters, from the constants the
 // server checks them against (internal/api pageQuery and parseAuditQuery).
 var queryLimits = map[string]struct{ min, max, def int }{
-	"ListQuery.limit":  {1, occ.MaxPageSize, occ.DefaultPageSize},
-	"AuditQuery.limit": {1, occ.MaxAuditPageSize, occ.DefaultAuditPageSize},
+	"ListQuery.limit":  {1, apitypes.MaxPageSize, apitypes.DefaultPageSize},
+	"AuditQuery.limit": {1, apitypes.MaxAuditPageSize, apitypes.DefaultAuditPageSize},
 }
 
 // etagPattern is the ETag the server sends: a SHA-256 in lowercase hex,
