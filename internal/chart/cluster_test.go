@@ -698,7 +698,8 @@ func allowedFor(t *testing.T, ctx context.Context, env *testkube.Cluster, sa *se
 // into a tenant namespace with its token; and, with the worker's real
 // token, the ValidatingAdmissionPolicy narrows its cluster-wide namespace
 // and RoleBinding verbs to the namespaces OCC manages and the one
-// RoleBinding the driver applies.
+// RoleBinding the driver applies; and with that token the driver replaces
+// a RoleBinding left binding a renamed tenant role.
 func TestRBAC(t *testing.T) {
 	const pullSecret = "occt-regcred"
 	in := installChart(t, installOptions{values: []string{"routing-auto-ca"}, sets: []string{"imagePullSecrets[0].name=" + pullSecret}})
@@ -791,7 +792,11 @@ func TestRBAC(t *testing.T) {
 		// next subtest).
 		allow(access{verb: "create", group: rbacv1.GroupName, resource: "rolebindings", scope: "cluster"})
 		allow(access{verb: "bind", group: rbacv1.GroupName, resource: "clusterroles", name: tenantRole, scope: "tenant"})
-		for _, v := range []string{"update", "delete"} {
+		// Delete only the driver's own RoleBinding, which it replaces when
+		// the tenant role's name changes (a roleRef cannot change).
+		allow(access{verb: "delete", group: rbacv1.GroupName, resource: "rolebindings", name: kube.TenantAccessBinding, scope: "tenant"})
+		deny(access{verb: "delete", group: rbacv1.GroupName, resource: "rolebindings", name: "admin", scope: "tenant"})
+		for _, v := range []string{"update", "delete", "deletecollection"} {
 			deny(access{verb: v, group: rbacv1.GroupName, resource: "rolebindings", scope: "tenant"})
 		}
 		for _, role := range []string{"cluster-admin", "admin", "edit", strings.TrimSuffix(tenantRole, "-tenant") + "-worker"} {
@@ -1006,6 +1011,44 @@ func TestRBAC(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("requests with the worker's token (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("the worker replaces its binding of a renamed tenant role with its token", func(t *testing.T) {
+		// What an upgrade that renames the tenant ClusterRole leaves in a
+		// tenant namespace: OCC's RoleBinding of a role that is gone.
+		key := client.ObjectKey{Namespace: tenant, Name: kube.TenantAccessBinding}
+		var rb rbacv1.RoleBinding
+		if err := env.Client.Get(ctx, key, &rb); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Delete(ctx, &rb); err != nil {
+			t.Fatal(err)
+		}
+		stale := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: rb.Name, Namespace: tenant, Labels: rb.Labels, Annotations: rb.Annotations},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: testkube.RandomName("occt-old-tenant")},
+			Subjects:   rb.Subjects,
+		}
+		if err := env.Client.Create(ctx, stale); err != nil {
+			t.Fatal(err)
+		}
+		// The new binding reaches the RBAC authorizer through its
+		// informer, so the NetworkPolicies after it may be refused for a
+		// moment; any other error fails at once.
+		testkube.WaitFor(t, ctx, func() (bool, error) {
+			err := d.EnsureNamespace(ctx, ns)
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "networkpolicies") {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		var got rbacv1.RoleBinding
+		if err := env.Client.Get(ctx, key, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.RoleRef.Name != tenantRole || got.UID == stale.UID {
+			t.Errorf("RoleBinding %s binds %s (UID %s), want %s in a new object (the stale one was %s)", key, got.RoleRef.Name, got.UID, tenantRole, stale.UID)
 		}
 	})
 	if lastErr != nil {

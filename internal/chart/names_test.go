@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/openclaw/occ/internal/compute/kube"
 	"github.com/openclaw/occ/internal/compute/kube/kubecfg"
 )
 
@@ -299,4 +300,45 @@ func checkClusterReferences(t *testing.T, manifest, rel, ns string) []string {
 		saRef("tenantAccess", ta.ServiceAccountName, ta.ServiceAccountNamespace)
 	}
 	return cluster
+}
+
+// TestWorkerRoleBindingRules: the worker's ClusterRole lets it delete
+// exactly the RoleBinding the driver applies in each tenant namespace
+// (kube.TenantAccessBinding), which it replaces when the tenant
+// ClusterRole's name changes (a roleRef cannot change), and no other; it
+// never updates one. TestRBAC checks the same on the API server.
+func TestWorkerRoleBindingRules(t *testing.T) {
+	out, err := render(t, []string{valuesFile("routing-auto-ca")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := namespace + "-" + release + "-occ-worker"
+	for _, raw := range strings.Split(out, "\n---\n") {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(raw), &role); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, raw)
+		}
+		if role.Kind != "ClusterRole" || role.Name != name {
+			continue
+		}
+		got := map[string][]string{} // verb -> resourceNames ("*" for all)
+		for _, r := range role.Rules {
+			if !slices.Contains(r.Resources, "rolebindings") {
+				continue
+			}
+			names := r.ResourceNames
+			if len(names) == 0 {
+				names = []string{"*"}
+			}
+			for _, v := range r.Verbs {
+				got[v] = append(got[v], names...)
+			}
+		}
+		want := map[string][]string{"get": {"*"}, "create": {"*"}, "patch": {"*"}, "delete": {kube.TenantAccessBinding}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ClusterRole %s: rolebindings verbs -> names (-want +got):\n%s", name, diff)
+		}
+		return
+	}
+	t.Fatalf("no ClusterRole %s in the render", name)
 }

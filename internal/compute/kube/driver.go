@@ -141,6 +141,9 @@ func (d *Driver) Config() Config { return d.cfg }
 // TenantAccess when configured, and the NetworkPolicies.
 // A namespace of that name that is labelled for another OCC Namespace, or
 // that is being deleted, is an error (retryable: deletion finishes).
+// OCC's RoleBinding of another ClusterRole than TenantAccess names (the
+// chart renamed it) is deleted and created anew, since its roleRef cannot
+// change; a RoleBinding of that name that is not OCC's is an error.
 func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -164,7 +167,7 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) erro
 	// Without this binding the driver can write nothing in the namespace
 	// it just created (with TenantAccess, that is all its RBAC grants).
 	if rb := RenderTenantAccess(d.cfg, ns); rb != nil {
-		if err := d.apply(ctx, rb, ""); err != nil {
+		if err := d.ensureTenantAccess(ctx, rb, ns.ID, true); err != nil {
 			return err
 		}
 	}
@@ -201,7 +204,9 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) erro
 }
 
 // PrepareRevision applies everything the revision needs and reports Ready
-// once its gateway Deployment is available:
+// once its gateway Deployment is available (like every verb on an Agent,
+// it first replaces OCC's RoleBinding of TenantAccess when that binds
+// another ClusterRole: repairTenantAccess):
 //
 //  1. the copies of runtime.imagePullSecrets in the tenant namespace,
 //     refreshed from their sources on every call (ensureImagePullSecrets);
@@ -268,6 +273,9 @@ func (d *Driver) prepare(ctx context.Context, rev compute.Revision, setup *compu
 		return compute.PrepareResult{}, fmt.Errorf("kube: namespace %s of %s does not exist; EnsureNamespace must run first", ns, rev.NamespaceID)
 	case nsMeta.DeletionTimestamp != nil:
 		return compute.PrepareResult{}, fmt.Errorf("kube: namespace %s of %s is being deleted", ns, rev.NamespaceID)
+	}
+	if err := d.repairTenantAccess(ctx, rev.NamespaceID); err != nil {
+		return compute.PrepareResult{}, err
 	}
 	if err := d.ensureImagePullSecrets(ctx, rev.NamespaceID); err != nil {
 		return compute.PrepareResult{}, err
@@ -619,6 +627,9 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc 
 	if err != nil {
 		return err
 	}
+	if err := d.repairTenantAccess(ctx, rev.NamespaceID); err != nil {
+		return err
+	}
 	ref := refOf(rev)
 	dep, err := d.getMeta(ctx, gvkDeployment, objs.Deployment.Namespace, objs.Deployment.Name)
 	if err != nil {
@@ -665,6 +676,9 @@ func (d *Driver) StopRevision(ctx context.Context, rev compute.Revision) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := d.repairTenantAccess(ctx, rev.NamespaceID); err != nil {
+		return err
+	}
 	if err := d.removeRouting(ctx, rev); err != nil {
 		return err
 	}
@@ -677,6 +691,9 @@ func (d *Driver) StopRevision(ctx context.Context, rev compute.Revision) error {
 // preconditions on the object whose ownership was checked.
 func (d *Driver) RetireRevision(ctx context.Context, rev compute.Revision) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.repairTenantAccess(ctx, rev.NamespaceID); err != nil {
 		return err
 	}
 	if err := d.removeRouting(ctx, rev); err != nil {
@@ -802,6 +819,9 @@ func (d *Driver) hasSetupSecret(ctx context.Context, rev compute.Revision) (bool
 // success.
 func (d *Driver) DeleteAgent(ctx context.Context, a compute.Agent) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.repairTenantAccess(ctx, a.NamespaceID); err != nil {
 		return err
 	}
 	ns, name := TenantNamespace(a.NamespaceID), GatewayName(a.ID)

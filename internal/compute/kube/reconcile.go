@@ -38,9 +38,12 @@ func (d *Driver) PlanNamespace(ctx context.Context, ns compute.Namespace) (compu
 // ReconcileNamespace implements compute.NamespaceReconciler: the plan's
 // checks, then each changed object written with server-side apply on the
 // resourceVersion it was read at (an object changed or created since
-// answers 409: a retryable error naming it, nothing overwritten). The
-// namespace is written last, so its route-attachment label appears only
-// once the ingress policy admits Envoy. It touches no Agent object.
+// answers 409: a retryable error naming it, nothing overwritten). A
+// RoleBinding whose roleRef differs is deleted on the UID and
+// resourceVersion it was read at and created anew (replaceRoleBinding),
+// since a roleRef cannot change. The namespace is written last, so its
+// route-attachment label appears only once the ingress policy admits
+// Envoy. It touches no Agent object.
 func (d *Driver) ReconcileNamespace(ctx context.Context, ns compute.Namespace) (compute.NamespacePlan, error) {
 	p, err := d.plan(ctx, ns)
 	if err != nil {
@@ -60,7 +63,15 @@ func (d *Driver) ReconcileNamespace(ctx context.Context, ns compute.Namespace) (
 			continue
 		}
 		rv := it.change.ResourceVersion
-		if err := d.applyExact(ctx, it.obj, rv); err != nil {
+		var err error
+		if rb, ok := it.obj.(*rbacv1.RoleBinding); ok && slices.Contains(it.change.Fields, "roleRef") {
+			// A roleRef cannot change: the binding is replaced, on the UID
+			// and resourceVersion it was read at.
+			err = d.replaceRoleBinding(ctx, it.live.(*rbacv1.RoleBinding), rb, ns.ID)
+		} else {
+			err = d.applyExact(ctx, it.obj, rv)
+		}
+		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 				return compute.NamespacePlan{}, fmt.Errorf("kube: %s %s changed since it was read (resourceVersion %s); nothing of it was overwritten: review it and reconcile again: %w",
 					it.change.Kind, objName(it.change), rv, err)
@@ -99,6 +110,7 @@ func objName(c compute.ObjectChange) string {
 
 type planItem struct {
 	obj    client.Object
+	live   client.Object // as read; nil when absent
 	change compute.ObjectChange
 }
 
@@ -237,7 +249,7 @@ func item(want, live client.Object, fields []string) planItem {
 			c.Action = compute.ActionUpdate
 		}
 	}
-	return planItem{obj: want, change: c}
+	return planItem{obj: want, live: live, change: c}
 }
 
 // diffMap lists the keys of want whose value in live differs (extra keys
