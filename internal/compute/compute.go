@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/openclaw/occ/internal/workspace"
 )
@@ -317,4 +318,25 @@ func AsPermanent(err error) (*PermanentError, bool) {
 	var p *PermanentError
 	ok := errors.As(err, &p)
 	return p, ok
+}
+
+// transientErrnos are the system errors that describe the host's state
+// (resources, the disk) rather than what was read or written: retrying
+// may succeed. Others (a symbolic link met with O_NOFOLLOW, a
+// non-directory, a missing or non-executable runtime, a permission
+// refused) stay as they are until someone changes the files or the
+// installation.
+var transientErrnos = map[syscall.Errno]bool{
+	syscall.EINTR: true, syscall.EAGAIN: true, syscall.EBUSY: true, syscall.ETXTBSY: true,
+	syscall.ENOMEM: true, syscall.ENOBUFS: true, syscall.EMFILE: true, syscall.ENFILE: true,
+	syscall.ENOSPC: true, syscall.EDQUOT: true, syscall.EIO: true, syscall.ESTALE: true,
+	syscall.ETIMEDOUT: true,
+}
+
+// TransientErrno reports whether err holds a system error that describes
+// the host's state (transientErrnos): the drivers retry such a failure
+// of their host files, and fail for good on any other.
+func TransientErrno(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && transientErrnos[errno]
 }

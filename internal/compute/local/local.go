@@ -406,18 +406,6 @@ func (d *Driver) setupError(ctx context.Context, step string, err error) error {
 	return fmt.Errorf("local: workspace setup %s (retryable): %w", step, err)
 }
 
-// transientErrnos are the system errors that describe the host's state
-// (resources, the disk) rather than the workspace: retrying may succeed.
-// Others (a symbolic link met with O_NOFOLLOW, a non-directory, a missing
-// or non-executable runtime, a permission refused) stay as they are until
-// someone changes the workspace or the installation.
-var transientErrnos = map[syscall.Errno]bool{
-	syscall.EINTR: true, syscall.EAGAIN: true, syscall.EBUSY: true, syscall.ETXTBSY: true,
-	syscall.ENOMEM: true, syscall.ENOBUFS: true, syscall.EMFILE: true, syscall.ENFILE: true,
-	syscall.ENOSPC: true, syscall.EDQUOT: true, syscall.EIO: true, syscall.ESTALE: true,
-	syscall.ETIMEDOUT: true,
-}
-
 // setupTransient reports whether a setup runner failure may pass on its
 // own. The runner wraps ErrFailed around every failure and, when there is
 // one, the cause (errors.Is/As see both): a rule the payload or the
@@ -434,7 +422,7 @@ func setupTransient(err error) bool {
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		return transientErrnos[errno]
+		return compute.TransientErrno(err)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
