@@ -60,8 +60,12 @@
 // after an occ restart only starts the serving revision's container when
 // it is not running. Engine and network errors are retryable; a refused
 // configuration (CONFIGURATION_INVALID), a failed or diverged setup
-// (WORKSPACE_SETUP_FAILED) and a gateway that keeps exiting
-// (RUNTIME_FAILED) are permanent.
+// (WORKSPACE_SETUP_FAILED) and a gateway that keeps exiting or, for a
+// revision not yet serving, is not ready within Options.ReadyTimeout
+// (RUNTIME_FAILED) are permanent. A setup container killed by the OOM
+// killer or a signal is retryable. When a revision other than the serving
+// one fails for good, its container is stopped and the serving revision's
+// started again.
 //
 // Supported topology: occ and the Docker daemon on one host (the gateway
 // listens on that host's loopback, and the token file is read there).

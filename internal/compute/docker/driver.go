@@ -38,6 +38,10 @@ const (
 	// DefaultRestartLimit is how many restarts of a gateway container that
 	// never became ready make its revision fail permanently.
 	DefaultRestartLimit = 5
+	// DefaultReadyTimeout bounds one start of a revision that is not
+	// serving yet, container start to /readyz 200 (the local driver's
+	// default).
+	DefaultReadyTimeout = 90 * time.Second
 )
 
 // Options configure a Driver.
@@ -53,6 +57,10 @@ type Options struct {
 	StopGrace time.Duration
 	// RestartLimit: see DefaultRestartLimit.
 	RestartLimit int
+	// ReadyTimeout: see DefaultReadyTimeout. A gateway of a revision that
+	// is not serving and runs this long without answering /readyz is
+	// stopped, and the revision fails with RUNTIME_FAILED.
+	ReadyTimeout time.Duration
 	// Labels are added to every object (tests mark theirs with it).
 	Labels map[string]string
 	// Logger receives the driver's lines (no secrets, no content).
@@ -74,6 +82,11 @@ type Driver struct {
 	// watch runs the readiness watchers of starting gateways, for
 	// compute.ReadyNotifier: the driver keeps no supervisor.
 	watch *readywatch.Watchers
+
+	// Test stand-ins: when set, the gateway's and the setup container's
+	// entrypoints (the gateway one given the Agent's port).
+	gatewayCmd func(port int) []string
+	setupCmd   []string
 }
 
 var (
@@ -102,6 +115,9 @@ func New(opts Options) (*Driver, error) {
 	}
 	if opts.RestartLimit <= 0 {
 		opts.RestartLimit = DefaultRestartLimit
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -255,8 +271,38 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 	res, err := d.prepare(ctx, rev, rc)
 	if p, ok := compute.AsPermanent(err); ok {
 		d.log.Warn("docker: prepare failed permanently", "agent", rev.AgentID, "revision", rev.ID, "code", p.Code, "error", err)
+		if rerr := d.restoreServing(ctx, rev); rerr != nil {
+			// Retryable, so that the next attempt restores it: the
+			// failure is answered again then.
+			return compute.PrepareResult{}, fmt.Errorf("docker: revision %s failed (%s), and restoring the serving revision failed: %w", rev.ID, p.Code, rerr)
+		}
 	}
 	return res, err
+}
+
+// restoreServing runs after rev failed for good: unless rev is the
+// serving revision (left to the engine's restart policy, as the best the
+// Agent has), it stops rev's gateway container, so that a failed revision
+// neither crash-loops for ever nor serves later unactivated, and starts
+// the serving revision's container again (preparing rev stopped it).
+func (d *Driver) restoreServing(ctx context.Context, rev compute.Revision) error {
+	serving, _ := d.host(rev.AgentID).serving()
+	if serving == rev.ID {
+		return nil
+	}
+	cs, err := d.containers(ctx, agentFilter(rev.AgentID, roleGateway, rev.ID))
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := d.stopContainer(ctx, c.ID); err != nil {
+			return err
+		}
+	}
+	if serving == "" {
+		return nil
+	}
+	return d.startServing(ctx, rev.AgentID, serving)
 }
 
 func (d *Driver) prepare(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
@@ -344,6 +390,14 @@ func (d *Driver) report(ctx context.Context, rev compute.Revision, id string, po
 			return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
 				fmt.Errorf("docker: the gateway of revision %s restarted %d times without becoming ready", rev.ID, res.Container.RestartCount))
 		}
+		// A start of a revision that is not serving yet is bounded; the
+		// serving one was ready once, and a slow answer now is no verdict.
+		if serving, _ := d.host(rev.AgentID).serving(); serving != rev.ID {
+			if started, err := time.Parse(time.RFC3339Nano, st.StartedAt); err == nil && time.Since(started) > d.o.ReadyTimeout {
+				return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
+					fmt.Errorf("docker: the gateway of revision %s did not become ready within %s", rev.ID, d.o.ReadyTimeout))
+			}
+		}
 		d.watchReady(rev, port)
 		return pending("the gateway is starting"), nil
 	case st.ExitCode == exitConfigRefuse && res.Container.RestartCount >= 1:
@@ -413,8 +467,13 @@ func (d *Driver) stopGateways(ctx context.Context, agentID, keep string) error {
 func (d *Driver) ensureStorage(ctx context.Context, rev compute.Revision, ws *compute.WorkspaceSetup) (*workspace.Setup, error) {
 	h := d.host(rev.AgentID)
 	persisted, err := h.Identity()
+	if err != nil && !compute.TransientErrno(err) {
+		// Malformed, or unreadable for good: every retry would read the
+		// same (as the local driver decides).
+		return nil, compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("docker: read the setup identity: %w", err))
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("docker: read the setup identity: %w", err)
 	}
 	var identity *workspace.Setup
 	switch {
@@ -480,13 +539,17 @@ func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.Wo
 	})
 	// Nothing of the run is kept: occ prints only a fixed line.
 	hc.LogConfig = container.LogConfig{Type: "none"}
-	code, err := d.runOnce(ctx, oneShot{
+	entrypoint := []string{occBin}
+	if d.setupCmd != nil {
+		entrypoint = d.setupCmd
+	}
+	exit, err := d.runOnce(ctx, oneShot{
 		name: "occ-" + agentdir.Hash(rev.AgentID) + "-setup",
 		create: client.ContainerCreateOptions{
 			Config: &container.Config{
 				Image:      d.o.Config.GatewayImage,
 				User:       fmt.Sprintf("%d:%d", runtimeUID, runtimeUID),
-				Entrypoint: []string{occBin},
+				Entrypoint: entrypoint,
 				Cmd: []string{"workspace-setup", "--payload", payloadPath, "--workspace", workspaceDir,
 					"--node", nodePath, "--openclaw", openclawPath, "--state-dir", stateDir},
 				Env:        baseEnv(),
@@ -500,19 +563,36 @@ func (d *Driver) setup(ctx context.Context, rev compute.Revision, ws *compute.Wo
 	if err != nil {
 		return err
 	}
-	if code != 0 {
-		what := "verification"
-		if payload.Files != nil {
-			what = "delivery"
-		}
-		return setupFailed(fmt.Sprintf("Workspace setup %s failed in container occ-%s-setup (exit status %d): "+
-			"the workspace holds files that differ from the submission or a marker of another setup", what, agentdir.Hash(rev.AgentID), code))
+	what := "verification"
+	if payload.Files != nil {
+		what = "delivery"
+	}
+	if err := setupExitError(exit, what, "occ-"+agentdir.Hash(rev.AgentID)+"-setup"); err != nil {
+		return err
 	}
 	if err := d.host(rev.AgentID).WriteIdentity(*identity); err != nil {
 		return err
 	}
 	d.log.Info("docker: workspace setup applied or verified", "agent", rev.AgentID, "setup", identity.ID)
 	return nil
+}
+
+// setupExitError judges the setup container's exit. `occ workspace-setup`
+// exits 1 on every failure of its own (a verdict on the payload or the
+// workspace, or a host failure it cannot tell apart): permanent
+// WORKSPACE_SETUP_FAILED, as is any other status below 128. A container
+// killed by the OOM killer, or by a signal (status 128+n: a force removal,
+// an engine stop), says nothing about the workspace: retryable.
+func setupExitError(exit oneShotExit, what, name string) error {
+	switch {
+	case exit.code == 0 && !exit.oomKilled:
+		return nil
+	case exit.oomKilled || exit.code >= 128:
+		return fmt.Errorf("docker: workspace setup %s in container %s was killed (exit status %d, out of memory %t); retrying",
+			what, name, exit.code, exit.oomKilled)
+	}
+	return setupFailed(fmt.Sprintf("Workspace setup %s failed in container %s (exit status %d): "+
+		"the workspace holds files that differ from the submission or a marker of another setup", what, name, exit.code))
 }
 
 // writeFiles sets the roots of the state and workspace volumes to uid
@@ -586,7 +666,7 @@ func (d *Driver) installOCC(ctx context.Context, rev compute.Revision) error {
 	hc := d.hardened("none", []mount.Mount{volumeMount(name, occBinDir, false)})
 	hc.ReadonlyRootfs = true
 	hc.LogConfig = container.LogConfig{Type: "none"}
-	code, err := d.runOnce(ctx, oneShot{
+	exit, err := d.runOnce(ctx, oneShot{
 		name: "occ-" + agentdir.Hash(rev.AgentID) + "-install",
 		create: client.ContainerCreateOptions{
 			Config: &container.Config{
@@ -604,8 +684,8 @@ func (d *Driver) installOCC(ctx context.Context, rev compute.Revision) error {
 	if err != nil {
 		return err
 	}
-	if code != 0 {
-		return refusal(fmt.Sprintf("occ install-self failed in image %s (exit status %d)", d.o.Config.OCCImage, code))
+	if exit.code != 0 {
+		return refusal(fmt.Sprintf("occ install-self failed in image %s (exit status %d)", d.o.Config.OCCImage, exit.code))
 	}
 	return nil
 }
@@ -634,6 +714,9 @@ func baseEnv() []string {
 // container is not started.
 func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port int, identity *workspace.Setup) (string, error) {
 	gatewayCmd := []string{nodePath, openclawPath, "gateway", "run", "--port", strconv.Itoa(port)}
+	if d.gatewayCmd != nil {
+		gatewayCmd = d.gatewayCmd(port)
+	}
 	cmd := gatewayCmd
 	mounts := []mount.Mount{
 		volumeMount(volumeName(rev.AgentID, "state"), stateDir, false),
@@ -651,6 +734,10 @@ func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port i
 	labels[LabelRevisionNumber] = strconv.FormatInt(rev.Number, 10)
 	hc := d.hardened("host", mounts)
 	hc.ReadonlyRootfs = true
+	// No MaximumRetryCount: the engine never resets its count while the
+	// container lives, so a cap would end a serving gateway after that many
+	// crashes over its whole life. A revision that is not serving and
+	// keeps failing is stopped by restoreServing instead.
 	hc.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyOnFailure}
 	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "5m", "max-file": "2"}}
 	env := append(baseEnv(), "OPENCLAW_CONFIG_PATH="+configPath, "OPENCLAW_NO_RESPAWN=1")

@@ -200,20 +200,26 @@ type oneShot struct {
 	files []byte
 }
 
+// oneShotExit is how a one-shot container ended.
+type oneShotExit struct {
+	code      int
+	oomKilled bool
+}
+
 // runOnce creates the container, copies its files in, starts it and waits
 // for its exit (bounded by timeout and ctx), and removes it whatever
 // happened, on a context of its own so that a cancelled caller still
-// removes it. It returns the exit code. A leftover container of the same
+// removes it. It returns the exit status and whether the OOM killer hit it. A leftover container of the same
 // name and labels that is not running is removed first; a running one is
 // a retryable error (another occ may be using it).
-func (d *Driver) runOnce(ctx context.Context, o oneShot, timeout time.Duration) (int, error) {
+func (d *Driver) runOnce(ctx context.Context, o oneShot, timeout time.Duration) (oneShotExit, error) {
 	if err := d.clearLeftover(ctx, o.name, o.create.Config.Labels); err != nil {
-		return 0, err
+		return oneShotExit{}, err
 	}
 	o.create.Name = o.name
 	created, err := d.c.ContainerCreate(ctx, o.create)
 	if err != nil {
-		return 0, fmt.Errorf("docker: create container %s: %w", o.name, err)
+		return oneShotExit{}, fmt.Errorf("docker: create container %s: %w", o.name, err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -226,26 +232,31 @@ func (d *Driver) runOnce(ctx context.Context, o oneShot, timeout time.Duration) 
 		if _, err := d.c.CopyToContainer(ctx, created.ID, client.CopyToContainerOptions{
 			DestinationPath: "/", Content: bytes.NewReader(o.files),
 		}); err != nil {
-			return 0, fmt.Errorf("docker: copy into container %s: %w", o.name, err)
+			return oneShotExit{}, fmt.Errorf("docker: copy into container %s: %w", o.name, err)
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wait := d.c.ContainerWait(wctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := d.c.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		return 0, fmt.Errorf("docker: start container %s: %w", o.name, err)
+		return oneShotExit{}, fmt.Errorf("docker: start container %s: %w", o.name, err)
 	}
 	select {
 	case r := <-wait.Result:
 		if r.Error != nil {
-			return 0, fmt.Errorf("docker: wait for container %s: %s", o.name, r.Error.Message)
+			return oneShotExit{}, fmt.Errorf("docker: wait for container %s: %s", o.name, r.Error.Message)
 		}
-		return int(r.StatusCode), nil
+		exit := oneShotExit{code: int(r.StatusCode)}
+		// Before the deferred removal: the state goes with the container.
+		if res, err := d.c.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
+			exit.oomKilled = res.Container.State.OOMKilled
+		}
+		return exit, nil
 	case err := <-wait.Error:
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("docker: container %s: %w", o.name, ctx.Err())
+			return oneShotExit{}, fmt.Errorf("docker: container %s: %w", o.name, ctx.Err())
 		}
-		return 0, fmt.Errorf("docker: container %s did not finish within %s: %w", o.name, timeout, err)
+		return oneShotExit{}, fmt.Errorf("docker: container %s did not finish within %s: %w", o.name, timeout, err)
 	}
 }
 

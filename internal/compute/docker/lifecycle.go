@@ -248,6 +248,13 @@ func (d *Driver) recoverAgent(ctx context.Context, agentID, serving string) erro
 		return err
 	}
 	defer unlock()
+	return d.startServing(ctx, agentID, serving)
+}
+
+// startServing starts the serving revision's container when it is not
+// running, after stopping the Agent's other gateways. The caller holds the
+// Agent's lock.
+func (d *Driver) startServing(ctx context.Context, agentID, serving string) error {
 	cs, err := d.containers(ctx, agentFilter(agentID, roleGateway, serving))
 	if err != nil {
 		return err
