@@ -290,14 +290,8 @@ func (d *Driver) restoreServing(ctx context.Context, rev compute.Revision) error
 	if serving == rev.ID {
 		return nil
 	}
-	cs, err := d.containers(ctx, agentFilter(rev.AgentID, roleGateway, rev.ID))
-	if err != nil {
+	if err := d.stopRevisionGateway(ctx, rev); err != nil {
 		return err
-	}
-	for _, c := range cs {
-		if err := d.stopContainer(ctx, c.ID); err != nil {
-			return err
-		}
 	}
 	if serving == "" {
 		return nil

@@ -80,6 +80,11 @@ func (d *Driver) stopRevision(ctx context.Context, rev compute.Revision) error {
 			return err
 		}
 	}
+	return d.stopRevisionGateway(ctx, rev)
+}
+
+// stopRevisionGateway stops rev's gateway container(s), if any.
+func (d *Driver) stopRevisionGateway(ctx context.Context, rev compute.Revision) error {
 	cs, err := d.containers(ctx, agentFilter(rev.AgentID, roleGateway, rev.ID))
 	if err != nil {
 		return err
