@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -56,6 +57,11 @@ type Driver struct {
 	// beforeWrite, set by tests only, runs in ReconcileNamespace between
 	// the reads and the writes (to provoke a concurrent change).
 	beforeWrite func()
+	// tenantChecked holds the OCC Namespaces whose RoleBinding of
+	// TenantAccess this driver found binding its role (repairTenantAccess):
+	// a rename comes with a new driver (a new worker), so one check per
+	// namespace and process is enough.
+	tenantChecked sync.Map
 }
 
 var _ compute.Driver = (*Driver)(nil)

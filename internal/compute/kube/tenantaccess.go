@@ -47,16 +47,24 @@ func (d *Driver) ensureTenantAccess(ctx context.Context, rb *rbacv1.RoleBinding,
 
 // repairTenantAccess replaces OCC's RoleBinding of TenantAccess in the
 // tenant namespace of namespaceID when it binds another ClusterRole than
-// the configuration names, and writes nothing otherwise (one read; none
-// without TenantAccess). Every verb on an Agent runs it first: after the
-// tenant ClusterRole was renamed the binding grants nothing, and the
+// the configuration names, and writes nothing otherwise (one read the
+// first time for each namespace in this driver, none after it passed;
+// none without TenantAccess). Every verb on an Agent runs it first: after
+// the tenant ClusterRole was renamed the binding grants nothing, and the
 // first work in the namespace restores the driver's permissions there.
 func (d *Driver) repairTenantAccess(ctx context.Context, namespaceID string) error {
 	rb := RenderTenantAccess(d.cfg, compute.Namespace{ID: namespaceID})
 	if rb == nil {
 		return nil
 	}
-	return d.ensureTenantAccess(ctx, rb, namespaceID, false)
+	if _, ok := d.tenantChecked.Load(namespaceID); ok {
+		return nil
+	}
+	if err := d.ensureTenantAccess(ctx, rb, namespaceID, false); err != nil {
+		return err
+	}
+	d.tenantChecked.Store(namespaceID, struct{}{})
+	return nil
 }
 
 // replaceRoleBinding replaces live, as read, with want when their roleRefs
