@@ -45,7 +45,7 @@
 //
 // uid 1000, read-only root file system, every capability dropped,
 // no-new-privileges, a bounded tmpfs at /tmp, a memory limit, restart
-// policy on-failure. It shares the host's network (no bridge) and binds
+// policy unless-stopped. It shares the host's network (no bridge) and binds
 // the Agent's port on 127.0.0.1 only (gateway.bind "loopback"). With a
 // setup it starts as `occ workspace-setup --verify --exec -- node ...`, so
 // it serves only over a workspace whose marker matches, on every restart.

@@ -728,11 +728,16 @@ func (d *Driver) createGateway(ctx context.Context, rev compute.Revision, port i
 	labels[LabelRevisionNumber] = strconv.FormatInt(rev.Number, 10)
 	hc := d.hardened("host", mounts)
 	hc.ReadonlyRootfs = true
-	// No MaximumRetryCount: the engine never resets its count while the
-	// container lives, so a cap would end a serving gateway after that many
-	// crashes over its whole life. A revision that is not serving and
-	// keeps failing is stopped by restoreServing instead.
-	hc.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyOnFailure}
+	// unless-stopped, not on-failure: a gateway that exits 0 (OpenClaw's
+	// graceful exit on SIGTERM, which is also what an engine that shuts
+	// down sends) must come back too, or an engine restart would leave
+	// every Agent down until occ restarted. A container the driver stops
+	// (ContainerStop) stays stopped, across engine restarts as well. No
+	// retry cap: the engine never resets its count while the container
+	// lives, so a cap would end a serving gateway after that many crashes
+	// over its whole life. A revision that is not serving and keeps
+	// failing is stopped by restoreServing instead.
+	hc.RestartPolicy = container.RestartPolicy{Name: container.RestartPolicyUnlessStopped}
 	hc.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "5m", "max-file": "2"}}
 	env := append(baseEnv(), "OPENCLAW_CONFIG_PATH="+configPath, "OPENCLAW_NO_RESPAWN=1")
 	created, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{

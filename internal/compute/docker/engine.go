@@ -109,7 +109,8 @@ func (d *Driver) removeContainer(ctx context.Context, id string) error {
 
 // stopContainer stops a running container (SIGTERM, SIGKILL after the
 // grace); a stopped or absent one is success. A container stopped this
-// way is not restarted by its on-failure policy.
+// way is not restarted by its unless-stopped policy, not even when the
+// engine restarts.
 func (d *Driver) stopContainer(ctx context.Context, id string) error {
 	grace := int(d.o.StopGrace / time.Second)
 	_, err := d.c.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &grace})

@@ -178,7 +178,7 @@ func TestGateway(t *testing.T) {
 			hc := res.Container.HostConfig
 			if !hc.ReadonlyRootfs || cfg.User != "1000:1000" || !cmp.Equal(hc.CapDrop, []string{"ALL"}) ||
 				!cmp.Equal(hc.SecurityOpt, []string{"no-new-privileges"}) || hc.NetworkMode != "host" ||
-				hc.RestartPolicy.Name != "on-failure" || hc.Memory == 0 {
+				hc.RestartPolicy.Name != "unless-stopped" || hc.Memory == 0 {
 				t.Errorf("gateway container %s is not hardened: user %q, hostconfig %+v", c.Names[0], cfg.User, hc)
 			}
 			for _, m := range hc.Mounts {
@@ -235,6 +235,28 @@ func TestGateway(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("the gateway was not restarted: restarts %d, state %+v", now.RestartCount, now.State)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		f.prepareReady(ctx, rev1, compute.RevisionContext{})
+	})
+
+	t.Run("RestartAfterCleanExit", func(t *testing.T) {
+		// SIGTERM, which an engine that shuts down also sends: OpenClaw
+		// exits 0, and the gateway must still come back (an on-failure
+		// policy left it down).
+		c := gatewayOf(t, d, rev1)
+		if err := syscall.Kill(c.State.Pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			now := gatewayOf(t, d, rev1)
+			if now.RestartCount > c.RestartCount && now.State.Running && d.ready(ctx, d.host(f.agent).port()) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the gateway was not restarted after a clean exit: restarts %d, state %+v", now.RestartCount, now.State)
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
