@@ -35,7 +35,8 @@ const (
 // their defaults in WithDefaults.
 type Config struct {
 	// KnownHostsFile pins every host's key (OpenSSH known_hosts format).
-	// Required: a host whose key is missing or different is refused.
+	// Required: a host whose key is missing or different is refused. Read
+	// again at the next dial after it changes (knownHosts).
 	KnownHostsFile string `yaml:"knownHostsFile" json:"knownHostsFile"`
 	// IdentityFile is the private key occ logs in with (unencrypted,
 	// OpenSSH or PEM format). Required.

@@ -7,7 +7,9 @@
 //
 // One SSH client per host, dialed on first use and redialed after a
 // failure. The host key must match known_hosts (Config.KnownHostsFile,
-// required): an unknown or changed key refuses the connection. occ logs in
+// required): an unknown or changed key refuses the connection. The file is
+// read again at a dial after it changed, and one that cannot be used
+// refuses every dial (knownhosts.go). occ logs in
 // as root with the key in Config.IdentityFile and runs every command
 // inside an Agent's directory as the runtime account (runuser, an
 // environment built from scratch). Config.MaxSessions bounds the command
@@ -47,7 +49,9 @@
 // # Supervision
 //
 // With systemd on the host, one unit per Agent with the verifier as
-// ExecStartPre; otherwise run.sh, started in its own session, runs the
+// ExecStartPre, giving up after a refused configuration or five starts
+// within five minutes, which the status script reads from the unit's
+// state (unitVerdict); otherwise run.sh, started in its own session, runs the
 // verifier before each start and restarts the gateway (backoff 1 s to
 // 30 s), giving up (and saying why in status) after a verifier failure, a
 // refused configuration or five quick exits. Both outlive occ; Recover

@@ -52,18 +52,20 @@ type Options struct {
 
 // Driver is the SSH Compute driver; safe for concurrent use.
 type Driver struct {
-	cfg     Config
-	log     *slog.Logger
-	binary  string
-	binSum  string
-	maxLog  int64
-	auth    xssh.Signer
-	hostKey xssh.HostKeyCallback
-	hosts   []*host
+	cfg    Config
+	log    *slog.Logger
+	binary string
+	binSum string
+	maxLog int64
+	auth   xssh.Signer
+	known  *knownHosts // read again when the file changes (knownhosts.go)
+	hosts  []*host
 
 	// setupTimeout bounds each `occ workspace-setup` run:
 	// setupRunnerTimeout, shorter in tests.
 	setupTimeout time.Duration
+	// now is the clock of ReadyTimeout: time.Now, settable in tests.
+	now func() time.Time
 
 	mu     sync.Mutex
 	agents map[string]*agent
@@ -102,11 +104,16 @@ func (d *Driver) watchReady(rev compute.Revision, h *host, port int) {
 // one verb at a time, the host it is placed on and its port (both stable
 // once known) and when its current gateway start began.
 type agent struct {
-	lock    chan struct{}
-	host    *host
-	port    int
+	lock chan struct{}
+	host *host
+	port int
+
+	// startAt is when the start of revision hash started began, the start
+	// ReadyTimeout bounds ("" none). It lasts across PrepareRevision's
+	// pending answers for that revision, restarts of a gateway found gone
+	// included, and ends with any other answer (PrepareRevision).
 	startAt time.Time
-	started string // revision hash whose start startAt times
+	started string
 
 	// ep is host and port again, published (setEndpoint) once both are
 	// known and cleared when the Agent is deleted, for Endpoint, which
@@ -152,13 +159,15 @@ func (a *agent) clearEndpoint() {
 }
 
 // New validates cfg (with defaults applied), reads the known_hosts and
-// identity files and hashes the binary. It makes no network call.
+// identity files and hashes the binary. It makes no network call. The
+// known_hosts file is read again whenever it changes (knownHosts); a file
+// unusable at start fails New.
 func New(o Options) (*Driver, error) {
 	cfg := o.Config.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ssh: %w", err)
 	}
-	cb, err := knownhosts.New(cfg.KnownHostsFile)
+	known, err := newKnownHosts(cfg.KnownHostsFile)
 	if err != nil {
 		return nil, fmt.Errorf("ssh: known hosts file: %w", err)
 	}
@@ -183,7 +192,7 @@ func New(o Options) (*Driver, error) {
 	}
 	d := &Driver{
 		cfg: cfg, log: o.Logger, binary: bin, binSum: sum, maxLog: o.MaxLogBytes,
-		auth: signer, hostKey: cb, agents: map[string]*agent{}, setupTimeout: setupRunnerTimeout,
+		auth: signer, known: known, agents: map[string]*agent{}, setupTimeout: setupRunnerTimeout, now: time.Now,
 		watch: readywatch.New(watchInterval, cfg.ReadyTimeout),
 	}
 	if d.log == nil {
@@ -199,18 +208,23 @@ func New(o Options) (*Driver, error) {
 	return d, nil
 }
 
-// clientConfig pins the host key through known_hosts and offers only the
-// key types known_hosts holds for addr, so a host with several keys is
-// asked for the pinned one.
-func (d *Driver) clientConfig(addr string) *xssh.ClientConfig {
+// clientConfig pins the host key through known_hosts, as the file is
+// now, and offers only the key types it holds for addr, so a host with
+// several keys is asked for the pinned one. An error (the file cannot be
+// used) means: do not connect.
+func (d *Driver) clientConfig(addr string) (*xssh.ClientConfig, error) {
+	cb, err := d.known.callback()
+	if err != nil {
+		return nil, err
+	}
 	c := &xssh.ClientConfig{
 		User:            d.cfg.User,
 		Auth:            []xssh.AuthMethod{xssh.PublicKeys(d.auth)},
-		HostKeyCallback: d.hostKey,
+		HostKeyCallback: cb,
 		Timeout:         d.cfg.ConnectTimeout,
 	}
-	c.HostKeyAlgorithms = knownAlgorithms(d.hostKey, addr)
-	return c
+	c.HostKeyAlgorithms = knownAlgorithms(cb, addr)
+	return c, nil
 }
 
 // knownAlgorithms asks the callback about a throw-away key: the KeyError
@@ -528,12 +542,51 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) erro
 type status struct {
 	pid       string
 	rev       string // revision hash the supervisor runs
-	alive     bool
+	alive     bool   // the supervisor (run.sh, or systemd for the unit) runs the gateway or will again
 	owned     bool
-	gaveUp    string
+	gaveUp    string // "verify-failed", "config-refused", "runtime-failed" or ""
 	serving   string
 	servingNo int64
 	numbers   map[string]int64 // revision id -> number
+	unit      unitState        // systemd hosts only
+}
+
+// unitState is what `systemctl show` says of an Agent's unit.
+type unitState struct {
+	activeState, result, execMainCode, execMainStatus string
+}
+
+// unitVerdict tells from a unit's state what run.sh tells with its pid and
+// status file: whether the gateway is supervised (running, or to be
+// started again by systemd: ActiveState activating covers ExecStartPre
+// and the pause before an automatic restart, when MainPID is 0), and the
+// give-up status, if systemd has stopped restarting it:
+//
+//   - failed with Result exit-code and the main process exited (code 1,
+//     CLD_EXITED) with 78: RestartPreventExitStatus=78, a refused
+//     configuration: "config-refused" (CONFIGURATION_INVALID). One refusal
+//     ends it, where run.sh waits for a second in a row; systemd resets
+//     ExecMainStatus at every start, so it is this start's.
+//   - failed with Result start-limit-hit: five starts within five minutes
+//     (renderUnit), the counterpart of run.sh's five quick exits:
+//     "runtime-failed" (RUNTIME_FAILED).
+//
+// Any other failed or inactive unit (stopped, a stop that timed out, a
+// host that rebooted: the units are not enabled) gave nothing up: it is
+// not supervised, and PrepareRevision starts it again.
+func unitVerdict(u unitState) (supervised bool, gaveUp string) {
+	switch u.activeState {
+	case "active", "activating", "deactivating", "reloading", "refreshing":
+		return true, ""
+	case "failed":
+		switch {
+		case u.result == "start-limit-hit":
+			return false, "runtime-failed"
+		case u.result == "exit-code" && u.execMainCode == "1" && u.execMainStatus == "78":
+			return false, "config-refused"
+		}
+	}
+	return false, ""
 }
 
 func parseStatus(out []byte) status {
@@ -560,6 +613,25 @@ func parseStatus(out []byte) status {
 			id, n, _ := strings.Cut(v, " ")
 			num, _ := strconv.ParseInt(n, 10, 64)
 			st.numbers[id] = num
+		case "unit.ActiveState":
+			st.unit.activeState = v
+		case "unit.Result":
+			st.unit.result = v
+		case "unit.ExecMainCode":
+			st.unit.execMainCode = v
+		case "unit.ExecMainStatus":
+			st.unit.execMainStatus = v
+		}
+	}
+	if st.unit.activeState != "" {
+		// A systemd host: its unit, not a pid or a status file, says
+		// whether the gateway is supervised and whether systemd gave up.
+		// A status file the unit's verifier wrote (verify-failed) is
+		// more specific than the unit's state and is kept.
+		supervised, gaveUp := unitVerdict(st.unit)
+		st.alive = st.alive || supervised
+		if st.gaveUp == "" {
+			st.gaveUp = gaveUp
 		}
 	}
 	return st
@@ -603,7 +675,16 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 		return compute.PrepareResult{}, err
 	}
 	defer a.unlock()
-	return d.prepare(ctx, a, rev, rc)
+	res, err := d.prepare(ctx, a, rev, rc)
+	if err != nil || res.Ready {
+		// The start timed against ReadyTimeout is over (ready, or failed
+		// for good), or what runs is unknown (a host or network error, a
+		// deadline): the next look times whatever it finds from then.
+		// Only pending answers carry the clock on, so a gateway that keeps
+		// dying while the worker rechecks cannot restart its own clock.
+		a.started = ""
+	}
+	return res, err
 }
 
 func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
@@ -685,13 +766,21 @@ func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc
 	if err := d.startGateway(ctx, h, dir, rev.AgentID, rh, port); err != nil {
 		return compute.PrepareResult{}, err
 	}
-	a.startAt, a.started = time.Now(), rh
+	if a.started != rh {
+		a.startAt, a.started = d.now(), rh
+	}
+	// else: a restart of the start being timed (its supervisor or unit was
+	// found gone without giving up). Its clock goes on: restarting it
+	// from here let a gateway that systemd restarts, or that dies, churn
+	// for ever, caught dead between restarts at each recheck.
 	d.watchReady(rev, h, port)
 	return compute.PrepareResult{Ready: false, PendingReason: PendingReason, Message: "the gateway is starting"}, nil
 }
 
 // progress reports on the running start of rev. done=false means start it
-// (again): its supervisor is gone without having given up.
+// (again): its supervisor is gone without having given up. A start not
+// ready within ReadyTimeout of its beginning (agent.startAt) fails, alive
+// or not, and is stopped.
 func (d *Driver) progress(ctx context.Context, a *agent, h *host, rev compute.Revision, st status, port int) (compute.PrepareResult, error, bool) {
 	switch st.gaveUp {
 	case "verify-failed":
@@ -704,21 +793,22 @@ func (d *Driver) progress(ctx context.Context, a *agent, h *host, rev compute.Re
 		return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
 			fmt.Errorf("ssh: the gateway of revision %s kept exiting", rev.ID)), true
 	}
-	if !st.alive {
-		return compute.PrepareResult{}, nil, false
-	}
-	if st.owned && d.readyz(ctx, h, port) {
+	rh := agentdir.Hash(rev.ID)
+	if st.alive && st.owned && d.readyz(ctx, h, port) {
 		return compute.PrepareResult{Ready: true}, nil, true
 	}
-	if a.started == agentdir.Hash(rev.ID) && time.Since(a.startAt) > d.cfg.ReadyTimeout {
+	if a.started == rh && d.now().Sub(a.startAt) > d.cfg.ReadyTimeout {
 		_ = d.stopGateway(ctx, h, h.agentDir(rev.NamespaceID, rev.AgentID), rev.AgentID)
-		a.started = ""
 		return compute.PrepareResult{}, compute.Permanent(compute.CodeRuntimeFailed,
 			fmt.Errorf("ssh: the gateway of revision %s was not ready within %s", rev.ID, d.cfg.ReadyTimeout)), true
 	}
-	if a.started != agentdir.Hash(rev.ID) {
-		// Started by an earlier occ process: time it from now.
-		a.startAt, a.started = time.Now(), agentdir.Hash(rev.ID)
+	if a.started != rh {
+		// Started by an earlier occ process, or by this one before an
+		// answer that ended its timing: time it from now.
+		a.startAt, a.started = d.now(), rh
+	}
+	if !st.alive {
+		return compute.PrepareResult{}, nil, false
 	}
 	msg := "the gateway is starting"
 	if st.alive && !st.owned {
@@ -839,7 +929,7 @@ func (d *Driver) token(ctx context.Context, h *host, agentID string) (string, er
 func (d *Driver) startGateway(ctx context.Context, h *host, dir, agentID, rh string, port int) error {
 	if h.usesSystemd() {
 		unit := d.renderUnit(h, dir, rh, port)
-		_, err := h.run(ctx, "start unit", shellCmd(scriptSystemdStart, dir, unitName(agentID), d.cfg.RuntimeUser), strings.NewReader(unit))
+		_, err := h.run(ctx, "start unit", shellCmd(scriptSystemdStart, dir, unitName(agentID), d.cfg.RuntimeUser, systemdUnitDir), strings.NewReader(unit))
 		return err
 	}
 	_, err := h.run(ctx, "start supervisor", h.asRuntime(scriptStart, dir, rh, strconv.Itoa(port), d.node(), d.openclaw(), h.occPath(),
@@ -861,7 +951,12 @@ func (d *Driver) stopGateway(ctx context.Context, h *host, dir, agentID string) 
 // renderUnit is the systemd unit of one revision's gateway (stopped with
 // stopGrace, TimeoutStopSec): the verifier
 // as ExecStartPre, the gateway as the runtime account, restarts on
-// failure except after a refused configuration (78). The revision's
+// failure except after a refused configuration (78), and no sixth start
+// within five minutes (StartLimitBurst=5, StartLimitIntervalSec=300):
+// systemd's counterparts of run.sh giving up, which leave the unit failed
+// with the Result scriptStatus reports (unitVerdict). Without the limit a
+// gateway that keeps exiting was restarted every second for ever and the
+// deployment never failed. The revision's
 // configuration path in its environment is how scriptStatus tells which
 // revision the unit runs. The gateway's output goes to the journal: a
 // StandardOutput=append: file would be opened by systemd as root, before
@@ -872,7 +967,7 @@ func (d *Driver) renderUnit(h *host, dir, rh string, port int) string {
 	verify := fmt.Sprintf("/bin/sh -c 'if [ -f %[1]s/setup-identity.json ]; then %[2]s workspace-setup --verify --payload %[1]s/setup-identity.json --workspace %[1]s/state/workspace --node %[3]s --openclaw %[4]s --state-dir %[1]s/state >/dev/null || { echo verify-failed > %[1]s/status; exit 1; }; fi'",
 		dir, h.occPath(), d.node(), d.openclaw())
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by occ's SSH Compute driver.\n[Unit]\nDescription=OpenClaw gateway %s\nStartLimitIntervalSec=0\n\n[Service]\n", dir)
+	fmt.Fprintf(&b, "# Written by occ's SSH Compute driver.\n[Unit]\nDescription=OpenClaw gateway %s\nStartLimitIntervalSec=300\nStartLimitBurst=5\n\n[Service]\n", dir)
 	fmt.Fprintf(&b, "User=%s\nWorkingDirectory=%s\nUMask=0077\nNoNewPrivileges=yes\n", d.cfg.RuntimeUser, dir)
 	for _, kv := range []string{"HOME=" + dir + "/home", "OPENCLAW_STATE_DIR=" + dir + "/state",
 		"OPENCLAW_CONFIG_PATH=" + dir + "/revisions/" + rh + "/openclaw.json", "OPENCLAW_SKIP_CHANNELS=1",
@@ -1209,7 +1304,7 @@ func (d *Driver) recoverAgent(ctx context.Context, h *host, nsID, agentID string
 	if err := d.startGateway(ctx, h, dir, agentID, rh, port); err != nil {
 		return err
 	}
-	a.startAt, a.started = time.Now(), rh
+	a.startAt, a.started = d.now(), rh
 	d.log.Info("ssh: recover: started the serving revision", "agent", agentID, "revision", st.serving, "host", h.cfg.Name)
 	return nil
 }

@@ -80,7 +80,8 @@ func (h *host) acquire(ctx context.Context, sem chan struct{}, what string) erro
 
 // conn returns the host's client, dialing it when there is none. The
 // dial and handshake are bounded by ConnectTimeout and ctx; the host key
-// must be the one known_hosts pins.
+// must be the one known_hosts pins, read as the file is at the dial
+// (knownHosts).
 func (h *host) conn(ctx context.Context) (*xssh.Client, error) {
 	c, _, err := h.connDead(ctx)
 	return c, err
@@ -93,6 +94,12 @@ func (h *host) connDead(ctx context.Context) (*xssh.Client, <-chan struct{}, err
 	defer h.mu.Unlock()
 	if h.client != nil {
 		return h.client, h.dead, nil
+	}
+	ccfg, err := h.d.clientConfig(h.cfg.Address)
+	if err != nil {
+		// Fail closed: without a usable known_hosts no key is pinned, so
+		// none is accepted. Retryable: the operator fixes the file.
+		return nil, nil, fmt.Errorf("ssh: host %s: known hosts file: %w; refusing to connect", h.cfg.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.d.cfg.ConnectTimeout)
 	defer cancel()
@@ -107,7 +114,7 @@ func (h *host) connDead(ctx context.Context) (*xssh.Client, <-chan struct{}, err
 	// Close the socket when ctx ends during the handshake, so a host that
 	// accepts and stalls cannot hold this call past its deadline.
 	stop := context.AfterFunc(ctx, func() { _ = raw.Close() })
-	cc, chans, reqs, err := xssh.NewClientConn(raw, h.cfg.Address, h.d.clientConfig(h.cfg.Address))
+	cc, chans, reqs, err := xssh.NewClientConn(raw, h.cfg.Address, ccfg)
 	stopped := stop()
 	if err != nil {
 		_ = raw.Close()

@@ -201,13 +201,20 @@ mv -f "$1/setup-identity.json.tmp" "$1/setup-identity.json"
 // the serving revision, and the number of each revision present. On
 // systemd the revision is the one whose configuration the unit file names
 // (OPENCLAW_CONFIG_PATH=<dir>/revisions/<revHash>/openclaw.json), which
-// only root writes. Args: dir port mode unit unitFile.
+// only root writes, the pid is the unit's main process, and the unit's
+// state follows as unit.<property>= lines (ActiveState, Result,
+// ExecMainCode, ExecMainStatus), from which parseStatus derives what
+// run.sh writes to status and whether systemd still supervises the
+// gateway (unitVerdict). Args: dir port mode unit unitFile.
 const scriptStatus = `
 d=$1 port=$2 mode=$3 unit=$4 unitfile=$5
-pid= rh=
+pid= rh= unitstate=
 if [ "$mode" = systemd ]; then
-	pid=$(systemctl show -p MainPID --value "$unit" 2>/dev/null)
+	show=$(systemctl show -p MainPID -p ActiveState -p Result -p ExecMainCode -p ExecMainStatus "$unit" 2>/dev/null)
+	pid=$(printf "%s\n" "$show" | sed -n 's/^MainPID=//p' | head -n 1)
 	[ "$pid" = 0 ] && pid=
+	unitstate=$(printf "%s\n" "$show" | awk -F= '$1 == "ActiveState" || $1 == "Result" || $1 == "ExecMainCode" || $1 == "ExecMainStatus" {
+		v = $2; gsub(/[^A-Za-z0-9-]/, "", v); print "unit." $1 "=" v }')
 	[ -f "$unitfile" ] && rh=$(sed -n 's|^Environment=OPENCLAW_CONFIG_PATH=.*/revisions/\([0-9a-f]*\)/openclaw\.json$|\1|p' "$unitfile" | head -c 64)
 elif [ -f "$d/supervisor.pid" ]; then
 	read pid rh < "$d/supervisor.pid"
@@ -229,6 +236,7 @@ echo "rev=$(printf "%s" "$rh" | tr -cd 0-9a-f)"
 echo "alive=$alive"
 echo "owned=$owned"
 echo "status=$(head -c 64 "$d/status" 2>/dev/null | tr -cd a-z-)"
+[ -z "$unitstate" ] || printf "%s\n" "$unitstate"
 echo "serving=$(head -c 256 "$d/serving" 2>/dev/null | tr -cd 'A-Za-z0-9_ -')"
 for f in "$d"/revisions/*/revision; do
 	[ -f "$f" ] && echo "revision=$(head -c 256 "$f" | tr -cd 'A-Za-z0-9_ -')"
@@ -342,16 +350,21 @@ rm -f "$d/supervisor.pid"
 // The unit names its revision (the configuration path in its
 // environment), so root writes nothing inside the Agent's directory,
 // which the runtime account owns and could have planted a link in: the
-// previous give-up status is removed as the runtime account. Args: dir
-// unitName runtimeUser.
+// previous give-up status is removed as the runtime account. reset-failed
+// clears what systemd kept of the unit's earlier starts (its failed
+// state and Result, which scriptStatus reports as a give-up, and the
+// start limit's count, which would refuse this start after a unit that
+// hit it): this start is judged on its own. Args: dir unitName
+// runtimeUser unitDir.
 const scriptSystemdStart = `
 set -e
-d=$1 u=$2 ru=$3
+d=$1 u=$2 ru=$3 ud=$4
 umask 022
-cat > "/etc/systemd/system/$u.tmp"
-mv -f "/etc/systemd/system/$u.tmp" "/etc/systemd/system/$u"
+cat > "$ud/$u.tmp"
+mv -f "$ud/$u.tmp" "$ud/$u"
 runuser -u "$ru" -- env -i PATH=/usr/bin:/bin rm -f -- "$d/status"
 systemctl daemon-reload
+systemctl reset-failed "$u" 2>/dev/null || true
 systemctl restart "$u"
 `
 
