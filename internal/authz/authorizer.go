@@ -121,13 +121,12 @@ func (a *access) check(action store.Action, res Resource, reasons bool) Decision
 		if !hasPermission(g.Permissions, action, res.Kind) {
 			continue
 		}
-		b := g.Binding
-		if covers(b.NamespaceID, b.ResourceKind, b.ResourceID, res) {
+		if bindingCovers(g.Binding, res) {
 			d.Allowed = true
 			if !reasons {
 				return d
 			}
-			d.BindingIDs = append(d.BindingIDs, b.ID)
+			d.BindingIDs = append(d.BindingIDs, g.Binding.ID)
 		}
 	}
 	return d
@@ -140,6 +139,20 @@ func hasPermission(ps []store.Permission, action store.Action, kind store.Resour
 		}
 	}
 	return false
+}
+
+// bindingCovers is covers for a grant, which never reaches outside the
+// Namespace its binding names: a binding on an exact resource with a
+// namespaceId covers that resource only while it lives in that Namespace.
+// Without this, a Namespace's role bound "in Namespace A" on the id of a
+// service principal of Namespace B (ids do not say where they live) would
+// reach into B. Restrictions keep matching their exact resource wherever it
+// lives (covers alone): a deny that matches more is the safe side.
+func bindingCovers(b store.AccessBinding, res Resource) bool {
+	if b.ResourceID != "" && b.NamespaceID != "" && res.NamespaceID != b.NamespaceID {
+		return false
+	}
+	return covers(b.NamespaceID, b.ResourceKind, b.ResourceID, res)
 }
 
 // covers reports whether a binding or restriction scope includes res:
@@ -197,11 +210,20 @@ func errDenied(visible bool) error {
 // errUnauthenticated is returned when no subject is in the context.
 var errUnauthenticated = errkind.New(errkind.Unauthenticated, "Authentication is required.")
 
-// readsSomeAgentIn reports whether a grant on an exact Agent of the
-// Namespace lets the subject read that Agent (restrictions applied). Only
-// such grants let a subject without Namespace read list Agents there;
-// Agent-scoped bindings always name their Namespace.
-func (a *access) readsSomeAgentIn(namespaceID string) bool {
+// readsAgentsIn reports whether some grant lets the subject read Agents
+// of the Namespace (restrictions applied), decided from the grants alone:
+// a grant of Agent read whose scope covers the Namespace (installation-wide,
+// Namespace-wide, or on the exact Namespace) unless a restriction denies
+// Agent read across the Namespace, or a grant on an exact Agent there whose
+// Agent the subject may read. Only such grants let a subject without
+// Namespace read list Agents there. Agent-scoped bindings always name
+// their Namespace.
+func (a *access) readsAgentsIn(namespaceID string) bool {
+	// No id: matched by grants and restrictions whose scope is the whole
+	// Namespace or wider, not by those on one exact Agent.
+	if a.allows(store.ActionRead, Resource{Kind: store.KindAgent, NamespaceID: namespaceID}) {
+		return true
+	}
 	for _, g := range a.grants {
 		b := g.Binding
 		if b.ResourceKind != store.KindAgent || b.ResourceID == "" || b.NamespaceID != namespaceID {
@@ -212,4 +234,79 @@ func (a *access) readsSomeAgentIn(namespaceID string) bool {
 		}
 	}
 	return false
+}
+
+// readsAnyOf reports whether any grant of the subject holds read on kind,
+// whatever its scope: when none does, a list of kind shows nothing and
+// need not read a row.
+func (a *access) readsAnyOf(kind store.ResourceKind) bool {
+	if a.subject.Kind == KindSystem {
+		return true
+	}
+	for _, g := range a.grants {
+		if hasPermission(g.Permissions, store.ActionRead, kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// coversGrant reports whether the subject holds everything g gives: for
+// each permission of g's role, the same action on the binding's whole
+// scope. Being allowed on the scope as a whole (grantScope) is not enough:
+// a check on "Agents in Namespace A" matches the subject's restrictions on
+// all of A or wider, never one on an exact Agent X of A, so an issuer
+// denied delete on X could hand a key holding delete on all of A (X
+// included). Hence also: none of the subject's restrictions on that action
+// and kind lies inside the scope.
+func (a *access) coversGrant(g store.Grant) bool {
+	b := g.Binding
+	for _, p := range g.Permissions {
+		if !a.allows(p.Action, grantScope(b, p.ResourceKind)) {
+			return false
+		}
+		for _, r := range a.restrictions {
+			if r.Action == p.Action && r.ResourceKind == p.ResourceKind && restrictionWithin(r, b) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// grantScope is the resource a binding's permission on kind reaches as a
+// whole: kind in the binding's Namespace (or everywhere), the exact
+// resource when the binding names one of that kind, and the Namespace
+// itself for a Namespace permission bound in a Namespace.
+func grantScope(b store.AccessBinding, kind store.ResourceKind) Resource {
+	res := Resource{Kind: kind, NamespaceID: b.NamespaceID}
+	if b.ResourceID != "" && b.ResourceKind == kind {
+		res.ID = b.ResourceID
+	}
+	if kind == store.KindNamespace && b.NamespaceID != "" {
+		res.ID = b.NamespaceID
+	}
+	return res
+}
+
+// restrictionWithin reports whether the region r denies lies inside b's
+// scope (r's action and kind are the caller's to compare). Scopes nest
+// (installation, Namespace, exact resource), so a restriction as wide as
+// the scope or wider is already found by checking the scope itself; this
+// finds the narrower ones. A restriction on an exact revision counts as
+// inside a binding on an exact Agent of its Namespace: which Agent the
+// revision belongs to is not known here, and refusing is the safe side.
+func restrictionWithin(r store.Restriction, b store.AccessBinding) bool {
+	switch {
+	case b.NamespaceID == "" && b.ResourceID == "":
+		return true // installation-wide: everything is inside
+	case b.ResourceID == "" || b.ResourceKind == store.KindNamespace:
+		return r.NamespaceID == b.NamespaceID // the Namespace, all of it
+	case r.ResourceID == "" || r.NamespaceID != b.NamespaceID:
+		return false // wider than one resource (checked on the scope), or elsewhere
+	case r.ResourceKind == b.ResourceKind:
+		return r.ResourceID == b.ResourceID
+	default:
+		return b.ResourceKind == store.KindAgent && r.ResourceKind == store.KindAgentRevision
+	}
 }

@@ -80,12 +80,46 @@ func (w *Store) Decide(ctx context.Context, action store.Action, res Resource) (
 	return acc.decide(action, res), nil
 }
 
+// HoldsGrant reports whether the subject in ctx holds everything grant g
+// gives (coversGrant): allowed each of its permissions on the binding's
+// whole scope, and denied none of them anywhere inside that scope by a
+// restriction. Key issuance uses it: a key must never carry more than its
+// issuer could do. System subjects hold everything.
+func (w *Store) HoldsGrant(ctx context.Context, g store.Grant) (bool, error) {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return false, errUnauthenticated
+	}
+	acc, err := load(ctx, w.inner, s)
+	if err != nil {
+		return false, err
+	}
+	return acc.coversGrant(g), nil
+}
+
 // gate authorizes one call: anonymous callers are unauthenticated, system
 // subjects are held to their method list, everyone else must be allowed
 // (action, res). A denial answers 404 when the caller cannot read the
 // target and 403 when it can; a Namespace-scoped key outside its Namespace
-// gets 403.
+// gets 403, for res's Namespace is one the request named (its path or
+// body).
 func (w *Store) gate(ctx context.Context, method string, action store.Action, res Resource) error {
+	return w.check(ctx, method, action, res, true)
+}
+
+// gateFound is gate for an object the caller named by its id alone and
+// that was read before the check to learn where it lives (a service
+// principal, a work item). A Namespace-scoped key denied because the
+// object lies outside its Namespace gets 404, not gate's 403: the request
+// named no other Namespace, the key can never see the object, and a 403
+// would tell it that the id exists (a missing id answers 404).
+func (w *Store) gateFound(ctx context.Context, method string, action store.Action, res Resource) error {
+	return w.check(ctx, method, action, res, false)
+}
+
+// check is gate; namedNamespace says whether the request itself named
+// res's Namespace, which decides the status of an out-of-Namespace denial.
+func (w *Store) check(ctx context.Context, method string, action store.Action, res Resource, namedNamespace bool) error {
 	s := SubjectFrom(ctx)
 	if s == nil {
 		return errUnauthenticated
@@ -105,7 +139,9 @@ func (w *Store) gate(ctx context.Context, method string, action store.Action, re
 	switch {
 	case d.OutOfScope:
 		// The reference answers 403 for a Namespace key used elsewhere:
-		// the key's holder knows the other Namespace exists.
+		// the key's holder named the other Namespace, so knows it exists.
+		// Not so for an object found by id alone (gateFound).
+		visible = namedNamespace
 	default:
 		if vr, ok := visibility(action, res); ok {
 			if action == store.ActionRead && vr == res {
@@ -134,26 +170,6 @@ func self(ctx context.Context, id string) bool {
 	return s != nil && s.Kind != KindSystem && s.ID == id
 }
 
-// filter keeps the items the subject may read. Hidden items are dropped
-// silently (not audited): a list is not an attempt on each item.
-func filter[T any](ctx context.Context, w *Store, method string, items []T, res func(T) Resource) ([]T, error) {
-	s := SubjectFrom(ctx)
-	if s == nil {
-		return nil, errUnauthenticated
-	}
-	if s.Kind == KindSystem {
-		if err := w.systemGate(s, method); err != nil {
-			return nil, err
-		}
-		return items, nil
-	}
-	acc, err := load(ctx, w.inner, s)
-	if err != nil {
-		return nil, err
-	}
-	return keepAllowed(acc, items, res), nil
-}
-
 // keepAllowed returns the items acc may read, in order. When it may read
 // them all (an administrator, a Namespace reader's page) that is items
 // itself: copying a page it keeps whole was a page-sized allocation on
@@ -175,15 +191,112 @@ func keepAllowed[T any](acc *access, items []T, res func(T) Resource) []T {
 	return items
 }
 
-// filterPage is filter for one page: it keeps the store's Next, so the
-// page may be short (even empty) with more to come.
-func filterPage[T any](ctx context.Context, w *Store, method string, page store.Page[T], res func(T) Resource) (store.Page[T], error) {
-	items, err := filter(ctx, w, method, page.Items, res)
+// Paged lists. The store pages a list by position (PageCursor) and knows
+// nothing of the caller; this layer leaves out what the caller may not
+// read. A page's Next becomes the client's cursor, which the client can
+// decode, so Next must never name an item the caller may not read. The
+// store's Next names the last row of its page, visible or not: passing it
+// on told a caller without any grant every Namespace id, one page of one
+// at a time. visiblePage therefore fills a page from as many store pages
+// as it takes and makes Next from the last item it returns, so a page
+// never ends on a hidden item. A page is short only at the end of the
+// list or when scanBudget stopped the reading.
+
+// scanBudget bounds the rows one list request reads once it has an item to
+// return: past it, the page is returned short, its Next naming its last
+// item, and the next request reads on from there. Until a request has an
+// item it reads on, up to the end of the list if need be: it has no
+// position it may name to resume from.
+const scanBudget = 4 * store.MaxPageSize
+
+// visiblePage returns up to p.Limit items of list, in its order, that acc
+// may read, after p.After. Hidden items are left out silently (not
+// audited): a list is not an attempt on each item. Rows are read in store
+// pages that start at p.Limit (a caller who may read everything reads
+// exactly one store page, as before) and double up to store.MaxPageSize,
+// so that a caller who sees few of many rows makes few round trips. Rows
+// read past the page returned are read again by the next request. Next is
+// the position of the last item returned, nil only when the list has no
+// item after it that acc may read; key gives an item's position, as the
+// store orders the list.
+func visiblePage[T any](acc *access, p store.PageRequest, list func(store.PageRequest) (store.Page[T], error),
+	res func(T) Resource, key func(T) store.PageCursor) (store.Page[T], error) {
+	var out []T
+	req := p
+	read := 0
+	for first := true; ; first = false {
+		page, err := list(req)
+		if err != nil {
+			return store.Page[T]{}, err
+		}
+		kept := keepAllowed(acc, page.Items, res)
+		if first && len(kept) == len(page.Items) && len(kept) <= p.Limit {
+			// The first store page, kept whole: the store's Next names its
+			// last item, which is returned (no copy, no more reading).
+			return page, nil
+		}
+		out = append(out, kept...)
+		read += len(page.Items)
+		switch {
+		case len(out) > p.Limit:
+			// More visible items follow the ones returned.
+			out = out[:p.Limit]
+			return pageEndingAt(out, key), nil
+		case len(out) == p.Limit && page.Next != nil, len(out) > 0 && page.Next != nil && read >= scanBudget:
+			return pageEndingAt(out, key), nil
+		case page.Next == nil:
+			// The end of the list: nothing after the last item returned
+			// (hidden rows after it are not "more").
+			return store.Page[T]{Items: nonNil(out)}, nil
+		}
+		req.After = page.Next
+		req.Limit = min(2*req.Limit, store.MaxPageSize)
+	}
+}
+
+func pageEndingAt[T any](items []T, key func(T) store.PageCursor) store.Page[T] {
+	next := key(items[len(items)-1])
+	return store.Page[T]{Items: items, Next: &next}
+}
+
+func nonNil[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
+}
+
+// listVisible is one page of a paged list for the subject in ctx: system
+// subjects (held to method) get the store's page as it is; anyone else
+// gets visiblePage's. A subject with no read grant on kind at all gets an
+// empty last page without a row being read.
+func listVisible[T any](ctx context.Context, w *Store, method string, kind store.ResourceKind, p store.PageRequest,
+	list func(store.PageRequest) (store.Page[T], error), res func(T) Resource, key func(T) store.PageCursor) (store.Page[T], error) {
+	s := SubjectFrom(ctx)
+	if s == nil {
+		return store.Page[T]{}, errUnauthenticated
+	}
+	if s.Kind == KindSystem {
+		if err := w.systemGate(s, method); err != nil {
+			return store.Page[T]{}, err
+		}
+		return list(p)
+	}
+	acc, err := load(ctx, w.inner, s)
 	if err != nil {
 		return store.Page[T]{}, err
 	}
-	page.Items = items
-	return page, nil
+	if !acc.readsAnyOf(kind) {
+		return store.Page[T]{Items: []T{}}, nil
+	}
+	return visiblePage(acc, p, list, res, key)
+}
+
+// byCreation is the position of an item in a list ordered by (CreatedAt,
+// ID); revisions, ordered by number, are positioned by ID alone (the store
+// seeks past the named revision's number) and carry their CreatedAt too.
+func byCreation(createdAt time.Time, id string) store.PageCursor {
+	return store.PageCursor{CreatedAt: createdAt, ID: id}
 }
 
 // authenticated requires any subject; system subjects need the method.
@@ -404,7 +517,7 @@ func (w *Store) GetServicePrincipal(ctx context.Context, id string) (store.Servi
 	if err != nil {
 		return store.ServicePrincipal{}, err
 	}
-	if err := w.gate(ctx, "GetServicePrincipal", store.ActionRead, spResource(sp)); err != nil {
+	if err := w.gateFound(ctx, "GetServicePrincipal", store.ActionRead, spResource(sp)); err != nil {
 		return store.ServicePrincipal{}, err
 	}
 	return sp, nil
@@ -414,11 +527,11 @@ func (w *Store) ListServicePrincipals(ctx context.Context, p store.PageRequest) 
 	if err := w.authenticated(ctx, "ListServicePrincipals"); err != nil {
 		return store.Page[store.ServicePrincipal]{}, err
 	}
-	page, err := w.inner.ListServicePrincipals(ctx, p)
-	if err != nil {
-		return store.Page[store.ServicePrincipal]{}, err
-	}
-	return filterPage(ctx, w, "ListServicePrincipals", page, spResource)
+	return listVisible(ctx, w, "ListServicePrincipals", store.KindServiceAccount, p,
+		func(p store.PageRequest) (store.Page[store.ServicePrincipal], error) {
+			return w.inner.ListServicePrincipals(ctx, p)
+		},
+		spResource, func(sp store.ServicePrincipal) store.PageCursor { return byCreation(sp.CreatedAt, sp.ID) })
 }
 
 func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
@@ -429,7 +542,7 @@ func (w *Store) DeleteServicePrincipal(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := w.gate(ctx, "DeleteServicePrincipal", store.ActionDelete, spResource(sp)); err != nil {
+	if err := w.gateFound(ctx, "DeleteServicePrincipal", store.ActionDelete, spResource(sp)); err != nil {
 		return err
 	}
 	defer forget(ctx)
@@ -619,21 +732,16 @@ func (w *Store) GetNamespace(ctx context.Context, id string) (store.Namespace, e
 	return w.inner.GetNamespace(ctx, id)
 }
 
-// ListNamespaces keeps the page's Namespaces the caller may read and the
-// store's Next, so a page may be short (even empty) with more to come.
+// ListNamespaces is a page of the Namespaces the caller may read
+// (visiblePage).
 func (w *Store) ListNamespaces(ctx context.Context, p store.PageRequest) (store.Page[store.Namespace], error) {
 	if err := w.authenticated(ctx, "ListNamespaces"); err != nil {
 		return store.Page[store.Namespace]{}, err
 	}
-	page, err := w.inner.ListNamespaces(ctx, p)
-	if err != nil {
-		return store.Page[store.Namespace]{}, err
-	}
-	page.Items, err = filter(ctx, w, "ListNamespaces", page.Items, func(n store.Namespace) Resource { return NamespaceResource(n.ID) })
-	if err != nil {
-		return store.Page[store.Namespace]{}, err
-	}
-	return page, nil
+	return listVisible(ctx, w, "ListNamespaces", store.KindNamespace, p,
+		func(p store.PageRequest) (store.Page[store.Namespace], error) { return w.inner.ListNamespaces(ctx, p) },
+		func(n store.Namespace) Resource { return NamespaceResource(n.ID) },
+		func(n store.Namespace) store.PageCursor { return byCreation(n.CreatedAt, n.ID) })
 }
 
 // Namespace status is the worker's to move; no request changes it directly.
@@ -673,23 +781,18 @@ func (w *Store) GetConfiguration(ctx context.Context, namespaceID, id string) (s
 	return w.inner.GetConfiguration(ctx, namespaceID, id)
 }
 
-// ListConfigurations keeps the page's Configurations the caller may read
-// and the store's Next, so a page may be short (even empty) with more to
-// come.
+// ListConfigurations needs read on the Namespace and is a page of its
+// Configurations the caller may read (visiblePage).
 func (w *Store) ListConfigurations(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Configuration], error) {
-	var none store.Page[store.Configuration]
 	if err := w.gate(ctx, "ListConfigurations", store.ActionRead, NamespaceResource(namespaceID)); err != nil {
-		return none, err
+		return store.Page[store.Configuration]{}, err
 	}
-	page, err := w.inner.ListConfigurations(ctx, namespaceID, p)
-	if err != nil {
-		return none, err
-	}
-	page.Items, err = filter(ctx, w, "ListConfigurations", page.Items, func(c store.Configuration) Resource { return cfgResource(c.NamespaceID, c.ID) })
-	if err != nil {
-		return none, err
-	}
-	return page, nil
+	return listVisible(ctx, w, "ListConfigurations", store.KindConfiguration, p,
+		func(p store.PageRequest) (store.Page[store.Configuration], error) {
+			return w.inner.ListConfigurations(ctx, namespaceID, p)
+		},
+		func(c store.Configuration) Resource { return cfgResource(c.NamespaceID, c.ID) },
+		func(c store.Configuration) store.PageCursor { return byCreation(c.CreatedAt, c.ID) })
 }
 
 func (w *Store) UpdateConfiguration(ctx context.Context, c store.Configuration) (store.Configuration, error) {
@@ -732,13 +835,13 @@ func (w *Store) GetAgent(ctx context.Context, namespaceID, id string) (store.Age
 }
 
 // ListAgents shows exactly the Agents of the Namespace the caller may
-// read, one page at a time. A caller that may read the Namespace gets its
-// (possibly empty) list, and 404 if it does not exist. A caller that may
-// not read the Namespace but may read some of its Agents (a binding on an
-// exact Agent) gets those; one that may read neither gets 404, as a denial
-// of Namespace read (audited). A Namespace-scoped key outside its
-// Namespace gets 403. The page keeps the store's Next, so it may be short
-// (even empty) with more to come.
+// read, one page at a time (visiblePage). A caller that may read the
+// Namespace gets its (possibly empty) list, and 404 if it does not exist.
+// A caller that may not read the Namespace but may read Agents there (a
+// grant of Agent read covering the Namespace, or a binding on an exact
+// Agent) gets those; one that may read neither gets 404, as a denial of
+// Namespace read (audited). A Namespace-scoped key outside its Namespace
+// gets 403.
 func (w *Store) ListAgents(ctx context.Context, namespaceID string, p store.PageRequest) (store.Page[store.Agent], error) {
 	var none store.Page[store.Agent]
 	if err := w.authenticated(ctx, "ListAgents"); err != nil {
@@ -757,25 +860,29 @@ func (w *Store) ListAgents(ctx context.Context, namespaceID string, p store.Page
 	if nsRead.OutOfScope {
 		return none, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
 	}
-	if !nsRead.Allowed && !acc.readsSomeAgentIn(namespaceID) {
+	if !nsRead.Allowed && !acc.readsAgentsIn(namespaceID) {
 		// Decided from the grants alone, not from one page: whether the
 		// caller may see anything here must not depend on where it pages.
 		return none, w.gate(ctx, "ListAgents", store.ActionRead, nsRes)
 	}
-	page, err := w.inner.ListAgents(ctx, namespaceID, p)
+	page, err := visiblePage(acc, p,
+		func(p store.PageRequest) (store.Page[store.Agent], error) {
+			return w.inner.ListAgents(ctx, namespaceID, p)
+		},
+		func(a store.Agent) Resource { return agentResource(a.NamespaceID, a.ID) },
+		func(a store.Agent) store.PageCursor { return byCreation(a.CreatedAt, a.ID) })
 	if err != nil {
 		return none, err
 	}
-	if nsRead.Allowed && len(page.Items) == 0 {
-		// A reader of a missing Namespace learns that it is missing. Only
-		// an empty page needs the extra read: an Agent row references its
-		// Namespace's, so a page with Agents proves it exists (one query
-		// fewer on every page that has them).
+	if len(page.Items) == 0 {
+		// A caller allowed here learns whether the Namespace is missing.
+		// Only an empty page needs the extra read: an Agent row references
+		// its Namespace's, so a page with Agents proves it exists (one
+		// query fewer on every page that has them).
 		if _, err := w.inner.GetNamespace(ctx, namespaceID); err != nil {
 			return none, err
 		}
 	}
-	page.Items = keepAllowed(acc, page.Items, func(a store.Agent) Resource { return agentResource(a.NamespaceID, a.ID) })
 	return page, nil
 }
 

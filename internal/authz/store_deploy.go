@@ -82,11 +82,12 @@ func (w *Store) ListRevisions(ctx context.Context, namespaceID, agentID string, 
 	if err := w.authenticated(ctx, "ListRevisions"); err != nil {
 		return store.Page[store.Revision]{}, err
 	}
-	page, err := w.inner.ListRevisions(ctx, namespaceID, agentID, p)
-	if err != nil {
-		return store.Page[store.Revision]{}, err
-	}
-	page, err = filterPage(ctx, w, "ListRevisions", page, func(r store.Revision) Resource { return revResource(r.NamespaceID, r.AgentID, r.ID) })
+	page, err := listVisible(ctx, w, "ListRevisions", store.KindAgentRevision, p,
+		func(p store.PageRequest) (store.Page[store.Revision], error) {
+			return w.inner.ListRevisions(ctx, namespaceID, agentID, p)
+		},
+		func(r store.Revision) Resource { return revResource(r.NamespaceID, r.AgentID, r.ID) },
+		func(r store.Revision) store.PageCursor { return byCreation(r.CreatedAt, r.ID) })
 	if err != nil {
 		return store.Page[store.Revision]{}, err
 	}
@@ -152,13 +153,15 @@ func (w *Store) EnqueueWork(ctx context.Context, item store.WorkItem) (store.Wor
 // deployment status of an AgentRevision; other work reads as its Agent or
 // Namespace.
 func (w *Store) readWork(ctx context.Context, method string, item store.WorkItem) error {
+	// Found by id or key alone: a Namespace key outside the item's
+	// Namespace is told 404 (gateFound).
 	switch {
 	case item.RevisionID != "":
-		return w.gate(ctx, method, store.ActionRead, revResource(item.NamespaceID, item.AgentID, item.RevisionID))
+		return w.gateFound(ctx, method, store.ActionRead, revResource(item.NamespaceID, item.AgentID, item.RevisionID))
 	case item.AgentID != "":
-		return w.gate(ctx, method, store.ActionRead, agentResource(item.NamespaceID, item.AgentID))
+		return w.gateFound(ctx, method, store.ActionRead, agentResource(item.NamespaceID, item.AgentID))
 	default:
-		return w.gate(ctx, method, store.ActionRead, NamespaceResource(item.NamespaceID))
+		return w.gateFound(ctx, method, store.ActionRead, NamespaceResource(item.NamespaceID))
 	}
 }
 

@@ -114,11 +114,16 @@ type ScopeInput struct {
 // maxScopeIDLen bounds a scope's resource id, in characters (code points).
 const maxScopeIDLen = 200
 
-// validateScope checks scope consistency and that the scoped objects exist.
+// validateScope checks scope consistency and that the scoped objects exist
+// in the scope's Namespace. An exact resource must belong to the Namespace
+// the scope names (none, for an installation-level service principal):
+// ids do not say where they live, and a binding of a Namespace's role "in
+// Namespace A" on the id of something in B would otherwise reach into B.
+// The authorizer also refuses such a grant (bindingCovers); refusing it
+// here keeps it from being stored at all.
 func validateScope(ctx context.Context, tx store.Store, sc ScopeInput) error {
 	// An exact resource's id: at most 200 characters, as the reference
-	// bounds IAM ids (a kind whose objects are not looked up, such as a
-	// revision, would otherwise store whatever the body held).
+	// bounds IAM ids (checked before the id is looked up).
 	if utf8.RuneCountInString(sc.ResourceID) > maxScopeIDLen {
 		return errkind.InvalidDetails("The resource id must be at most 200 characters.", errkind.Detail{Path: "/resourceId", Code: errkind.DetailTooLong})
 	}
@@ -149,9 +154,36 @@ func validateScope(ctx context.Context, tx store.Store, sc ScopeInput) error {
 	case store.KindAgent:
 		_, err = tx.GetAgent(ctx, sc.NamespaceID, sc.ResourceID)
 	case store.KindServiceAccount:
-		_, err = tx.GetServicePrincipal(ctx, sc.ResourceID)
+		var sp store.ServicePrincipal
+		sp, err = tx.GetServicePrincipal(ctx, sc.ResourceID)
+		if err == nil && sp.NamespaceID != sc.NamespaceID {
+			return errOutsideScope()
+		}
+	case store.KindAgentRevision:
+		err = revisionInNamespace(ctx, tx, sc.NamespaceID, sc.ResourceID)
 	}
 	return invalidRef("/resourceId", err)
+}
+
+func errOutsideScope() error {
+	return errkind.InvalidDetails("The resource does not belong to the scope's Namespace.", errkind.Detail{Path: "/resourceId", Code: errkind.DetailInvalidValue})
+}
+
+// revisionInNamespace looks up the revision id of the Namespace. A
+// revision is addressed by its Agent, which a scope does not name; its
+// deployment work, created with it in one transaction (Deploy) and never
+// removed without it, names the Agent. NotFound when either is missing or
+// the revision is another Namespace's.
+func revisionInNamespace(ctx context.Context, tx store.Store, namespaceID, id string) error {
+	w, err := tx.GetWorkByKey(ctx, DeploymentWorkKey(id))
+	if err != nil {
+		return err
+	}
+	if w.Kind != store.WorkRevisionDeploy || w.RevisionID != id || w.NamespaceID != namespaceID {
+		return errkind.New(errkind.NotFound, "The requested resource was not found.")
+	}
+	_, err = tx.GetRevision(ctx, namespaceID, w.AgentID, id)
+	return err
 }
 
 // subjectExists checks that id names a user or service principal.

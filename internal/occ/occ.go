@@ -27,10 +27,11 @@ import (
 // authorizer is what the domain needs of the authorizing store besides its
 // data methods: an operation's own permission checked exactly as a store
 // call would check it (the 403/404 choice, the denial audit), and a
-// side-effect-free decision for checks that are no single call.
+// side-effect-free decision for a check that is no single call (whether
+// the caller holds a grant whole, for key issuance).
 type authorizer interface {
 	Authorize(ctx context.Context, action store.Action, res authz.Resource) error
-	Decide(ctx context.Context, action store.Action, res authz.Resource) (authz.Decision, error)
+	HoldsGrant(ctx context.Context, g store.Grant) (bool, error)
 	MayCreateUser(ctx context.Context) error
 }
 

@@ -23,9 +23,10 @@ const (
 )
 
 // Page is one page of a list, oldest first. NextCursor is empty on the
-// last page. A page may hold fewer items than asked for, even none, and
-// still have a NextCursor: the items the caller may not read are left out
-// of it, not replaced.
+// last page, and otherwise names the page's last item: the authorizing
+// store leaves out the items the caller may not read and never makes a
+// cursor from one of them. A page may still be short (see
+// authz.visiblePage's read budget), and the last one empty.
 type Page[T any] struct {
 	Items      []T
 	NextCursor string

@@ -229,8 +229,9 @@ func (s *Service) IssueServiceKey(ctx context.Context, in ServiceKeyInput) (Issu
 }
 
 // issuerCovers refuses a key whose principal holds a grant the issuer does
-// not: for every permission of every binding of the principal, the issuer
-// must be allowed the same action on the binding's scope.
+// not: the issuer must hold every grant of the principal whole, as the
+// authorizing store decides (HoldsGrant: allowed on the grant's scope and
+// restricted nowhere inside it).
 func (s *Service) issuerCovers(ctx context.Context, tx store.Store, principalID string) error {
 	// Decide on the transaction's own store: a second connection could
 	// not be had while this transaction holds SQLite's only writer.
@@ -243,22 +244,12 @@ func (s *Service) issuerCovers(ctx context.Context, tx store.Store, principalID 
 		return err
 	}
 	for _, g := range grants {
-		b := g.Binding
-		for _, p := range g.Permissions {
-			res := authz.Resource{Kind: p.ResourceKind, NamespaceID: b.NamespaceID}
-			if b.ResourceID != "" && b.ResourceKind == p.ResourceKind {
-				res.ID = b.ResourceID
-			}
-			if p.ResourceKind == store.KindNamespace && b.NamespaceID != "" {
-				res.ID = b.NamespaceID
-			}
-			d, err := az.Decide(ctx, p.Action, res)
-			if err != nil {
-				return err
-			}
-			if !d.Allowed {
-				return errkind.New(errkind.PermissionDenied, "You cannot issue a key for a principal that holds grants you do not hold.")
-			}
+		ok, err := az.HoldsGrant(ctx, g)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errkind.New(errkind.PermissionDenied, "You cannot issue a key for a principal that holds grants you do not hold.")
 		}
 	}
 	return nil

@@ -119,11 +119,12 @@ func TestFieldLimits(t *testing.T) {
 		{"document of 48 KiB", cfgs, map[string]any{"name": "doc-at", "kind": "agent", "document": document(48 << 10)}, created},
 		{"document of 48 KiB + 1", cfgs, map[string]any{"name": "doc-past", "kind": "agent", "document": document(48<<10 + 1)}, tooLong("/document")},
 
-		// An exact resource scope's id is at most 200 characters (a
-		// revision scope's id is not looked up, so any text reaches the
-		// limit).
+		// An exact resource scope's id is at most 200 characters, checked
+		// before it is looked up: 200 passes the limit and is then refused
+		// as naming no revision, 201 is refused as too long.
 		{"scope id of 200 characters", "/iam/restrictions", map[string]string{"subjectId": sp.ID, "action": "read",
-			"resourceKind": "agent_revision", "namespaceId": ns.ID, "resourceId": strings.Repeat("é", 200)}, created},
+			"resourceKind": "agent_revision", "namespaceId": ns.ID, "resourceId": strings.Repeat("é", 200)},
+			limitReply{Status: 400, Code: "INVALID_REQUEST", Detail: "/resourceId:INVALID_VALUE"}},
 		{"scope id of 201 characters", "/iam/restrictions", map[string]string{"subjectId": sp.ID, "action": "read",
 			"resourceKind": "agent_revision", "namespaceId": ns.ID, "resourceId": strings.Repeat("é", 201)}, tooLong("/resourceId")},
 

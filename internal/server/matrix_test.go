@@ -282,9 +282,11 @@ func matrixRoutes() map[string]matrixRoute {
 			build: func(f *fixture) (string, any) {
 				return "/iam/service-principals", map[string]string{"name": fmt.Sprintf("p-%d", f.seq())}
 			}},
-		"GET /iam/service-principals/{sa}": {perm: perm(store.ActionRead, store.KindServiceAccount), ok: 200, noGrant: 404, restricted: 404, nsKey: 403,
+		// A principal outside the key's Namespace (here installation-level)
+		// is named by id alone: hidden from the key, 404 as a missing one.
+		"GET /iam/service-principals/{sa}": {perm: perm(store.ActionRead, store.KindServiceAccount), ok: 200, noGrant: 404, restricted: 404, nsKey: 404,
 			build: func(f *fixture) (string, any) { return "/iam/service-principals/" + f.target, nil }},
-		"DELETE /iam/service-principals/{sa}": {perm: perm(store.ActionDelete, store.KindServiceAccount), ok: 200, noGrant: 404, restricted: 403, nsKey: 403,
+		"DELETE /iam/service-principals/{sa}": {perm: perm(store.ActionDelete, store.KindServiceAccount), ok: 200, noGrant: 404, restricted: 403, nsKey: 404,
 			build: func(f *fixture) (string, any) { return "/iam/service-principals/" + f.servicePrincipal(), nil }},
 
 		"GET /iam/roles": admin(200, static("/iam/roles")),

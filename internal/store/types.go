@@ -355,9 +355,10 @@ type PageCursor struct {
 }
 
 // Page is one page of a list. Next is the position of the page's last
-// row as the store read it (nil on the last page); the authorizing wrapper
-// may drop Items the caller may not read but keeps Next, so a page can
-// hold fewer than Limit items, even none, and still have a next page.
+// item (nil on the last page). The authorizing wrapper leaves out the
+// items the caller may not read and fills its page from further store
+// pages, so that its Next, too, names an item it returns, never a hidden
+// one (a client can decode its cursor).
 type Page[T any] struct {
 	Items []T
 	Next  *PageCursor
