@@ -10,10 +10,14 @@
 //
 // Failures: a reply with an error envelope is returned as *Error (code,
 // message, details, request id and HTTP status); use errors.As, or the
-// IsCode helper. Transport failures (connection refused, deadline) are
+// IsCode helper. A reply without the envelope (a proxy's error page, a
+// redirect, which the Client never follows) is an *Error with code
+// HTTP_<status>. Transport failures (connection refused, deadline) are
 // returned wrapped, unchanged, so errors.Is(err, context.DeadlineExceeded)
-// works. A write whose reply never arrived has an unknown outcome: the
-// Client never retries a request by itself.
+// works; those that happened before the request was written also match
+// ErrNotSent. A write whose reply never arrived, and that is not
+// ErrNotSent, has an unknown outcome: the Client never retries a request
+// by itself.
 package client
 
 import (
@@ -25,8 +29,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/openclaw/occ/apitypes"
@@ -144,14 +150,32 @@ func (e *Error) Error() string {
 	return s
 }
 
+// ErrNotSent matches (with errors.Is) a transport failure that happened
+// before the request was written: the connection was refused, a DNS
+// lookup or a proxy's CONNECT failed, the TLS handshake failed (a refused
+// certificate, a plain-HTTP server), or the context ended first. Nothing
+// reached the server, so even a write certainly did not happen and may be
+// sent again. A transport failure without it (the reply was lost after
+// the request went out) has an unknown outcome for a write.
+var ErrNotSent = errors.New("client: the request was not sent")
+
+// notSentError marks a transport error as ErrNotSent while keeping it in
+// the chain (errors.As to *url.Error or *net.OpError, errors.Is to
+// context.DeadlineExceeded) and its text unchanged.
+type notSentError struct{ err error }
+
+func (e notSentError) Error() string        { return e.err.Error() }
+func (e notSentError) Unwrap() error        { return e.err }
+func (e notSentError) Is(target error) bool { return target == ErrNotSent }
+
 // IsCode reports whether err is an *Error with the given code.
 func IsCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
 
-// request is one call: method, path (already escaped), query, JSON body,
-// extra headers.
+// request is one call: method, path (already escaped: build it with p),
+// query, JSON body, extra headers.
 type request struct {
 	method string
 	path   string
@@ -175,9 +199,17 @@ func (c *Client) do(ctx context.Context, rq request, out any) (reply, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	// rq.path is already escaped (p escapes each parameter), so it goes in
+	// RawPath and its decoded form in Path: URL.String uses RawPath only
+	// when it encodes Path, and otherwise escapes Path again, which would
+	// send "a b/c" as a%2520b%252Fc.
 	u := *c.base
-	u.Path = c.base.Path + rq.path
-	u.RawPath = c.base.Path + rq.path
+	u.RawPath = c.base.EscapedPath() + rq.path
+	path, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return reply{}, fmt.Errorf("client: %s %s: the path does not decode: %w", rq.method, rq.path, err)
+	}
+	u.Path = path
 	if len(rq.query) > 0 {
 		u.RawQuery = rq.query.Encode()
 	}
@@ -207,8 +239,27 @@ func (c *Client) do(ctx context.Context, rq request, out any) (reply, error) {
 		// Session callers pass OCC's browser checks: same origin.
 		req.Header.Set("Origin", c.origin)
 	}
+	// mayHaveSent records whether the transport got as far as a usable
+	// connection for the request (GotConn: dialled, through any proxy's
+	// CONNECT, TLS handshake done) or wrote its headers. Before both, no
+	// byte of the request was written, so no server or proxy can have
+	// acted on it and a failure is a definite "not sent" (ErrNotSent):
+	// a refused connection or proxy, a failed handshake, a context that
+	// ended first. GotConn fires, for HTTP/1 and HTTP/2 alike, before the
+	// first byte is written (WroteHeaders only after the header is
+	// buffered, and for HTTP/2 possibly after it is flushed), so it errs
+	// on the side of "may have been sent". The flag only ever turns true,
+	// across the transport's own retries on a new connection.
+	var mayHaveSent atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn:      func(httptrace.GotConnInfo) { mayHaveSent.Store(true) },
+		WroteHeaders: func() { mayHaveSent.Store(true) },
+	}))
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if !mayHaveSent.Load() {
+			err = notSentError{err}
+		}
 		return reply{}, fmt.Errorf("client: %s %s: %w", rq.method, rq.path, err)
 	}
 	defer resp.Body.Close()
@@ -220,8 +271,14 @@ func (c *Client) do(ctx context.Context, rq request, out any) (reply, error) {
 		return reply{}, fmt.Errorf("client: %s %s: reply larger than %d bytes", rq.method, rq.path, maxReplyBytes)
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return reply{}, fmt.Errorf("client: %s %s: the server answered %s redirecting to %q; the client follows no redirect (the credential would go with it): use the URL it names as the server URL",
-			rq.method, rq.path, resp.Status, resp.Header.Get("Location"))
+		// A reply without OCC's envelope, like a proxy's error page: an
+		// *Error with code HTTP_<status>, so that callers see a definite
+		// answer (the request reached something that refused to handle
+		// it) rather than a transport failure of unknown outcome.
+		return reply{}, &Error{Status: resp.StatusCode, Code: "HTTP_" + fmt.Sprint(resp.StatusCode),
+			Message: fmt.Sprintf("%s %s: the server answered %s redirecting to %q; the client follows no redirect (the credential would go with it): use the URL it names as the server URL",
+				rq.method, rq.path, resp.Status, resp.Header.Get("Location")),
+			RequestID: resp.Header.Get("X-Request-Id")}
 	}
 	if resp.StatusCode >= 400 {
 		var env apitypes.ErrorEnvelope

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -135,13 +136,19 @@ func (c *Client) ReconcileAllNamespaces(ctx context.Context) ([]apitypes.Reconci
 
 // WaitForReconciliation polls a reconciliation every interval (minimum
 // 100 ms) until it succeeds or fails, or ctx ends. A failed one is
-// returned with a nil error: its Error says why.
+// returned with a nil error: its Error says why. Each poll is bounded as
+// in WaitForDeployment.
 func (c *Client) WaitForReconciliation(ctx context.Context, ns, id string, interval time.Duration) (apitypes.Reconciliation, error) {
 	interval = max(interval, 100*time.Millisecond)
 	for {
-		r, err := c.GetReconciliation(ctx, ns, id)
-		if err != nil || r.Status == apitypes.DeploymentSucceeded || r.Status == apitypes.DeploymentFailed {
+		r, err := poll(ctx, c, func(ctx context.Context) (apitypes.Reconciliation, error) {
+			return c.GetReconciliation(ctx, ns, id)
+		})
+		if err != nil {
 			return r, err
+		}
+		if r.Status == apitypes.DeploymentSucceeded || r.Status == apitypes.DeploymentFailed {
+			return r, nil
 		}
 		t := time.NewTimer(interval)
 		select {
@@ -243,7 +250,10 @@ func (c *Client) GetFile(ctx context.Context, ns, agentID, name string) (File, e
 // PRECONDITION_FAILED (412) with the current hash in the error's Data.
 // An error with code UNKNOWN_OUTCOME means the write may or may not have
 // happened: read the file before deciding to write again (docs/files.md).
-// It returns the written file's size and new hash.
+// It returns the written file's size and new hash. An empty ifMatch sends
+// no If-Match: the write is unconditional (last write wins), so a caller
+// that takes the hash from a person or a script must refuse an empty one
+// itself rather than pass it on (occ checks digest.Valid).
 func (c *Client) PutFile(ctx context.Context, ns, agentID, name, content, ifMatch string) (apitypes.WrittenFile, string, error) {
 	var h http.Header
 	if ifMatch != "" {
@@ -497,12 +507,19 @@ func items[T any](ctx context.Context, c *Client, path string) ([]T, error) {
 // until it succeeds or fails, or ctx ends; progress, when not nil, is
 // called with each state that differs from the previous one. A failed
 // deployment is returned with a nil error: its Error says why.
+//
+// ctx bounds the whole wait; each poll is also bounded by the Client's
+// request timeout (WithTimeout, default DefaultTimeout), so a server that
+// does not answer one GET ends the wait with an ErrPollTimeout error
+// after that time, not after all of ctx's.
 func (c *Client) WaitForDeployment(ctx context.Context, ns, agentID, deploymentID string, interval time.Duration,
 	progress func(apitypes.Deployment)) (apitypes.Deployment, error) {
 	interval = max(interval, 100*time.Millisecond)
 	var last apitypes.Deployment
 	for first := true; ; first = false {
-		d, err := c.GetDeployment(ctx, ns, agentID, deploymentID)
+		d, err := poll(ctx, c, func(ctx context.Context) (apitypes.Deployment, error) {
+			return c.GetDeployment(ctx, ns, agentID, deploymentID)
+		})
 		if err != nil {
 			return d, err
 		}
@@ -528,4 +545,33 @@ func changed(a, b apitypes.Deployment) bool {
 		return true
 	}
 	return a.Progress != nil && a.Progress.Attempts != b.Progress.Attempts
+}
+
+// ErrPollTimeout matches (with errors.Is) the error of a WaitFor… call
+// whose last poll got no answer within the Client's request timeout
+// while the caller's context still had time: the server (or the way to
+// it) did not answer, which says nothing about the awaited work. The
+// error also matches context.DeadlineExceeded.
+var ErrPollTimeout = errors.New("the server did not answer a poll within the request timeout")
+
+// poll makes one request of a WaitFor… loop under its own deadline: the
+// Client's request timeout or what is left of ctx, whichever ends first.
+// Without it a poll would run on ctx alone, and one request that hangs
+// would hold the wait until ctx ends and then look like work that never
+// finished.
+func poll[T any](ctx context.Context, c *Client, get func(context.Context) (T, error)) (T, error) {
+	if c.timeout <= 0 {
+		return get(ctx)
+	}
+	// own: the request timeout ends before ctx does, so a poll that runs
+	// out of time ran out of its own time, not of the caller's.
+	dl, ok := ctx.Deadline()
+	own := !ok || time.Until(dl) > c.timeout
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	v, err := get(pctx)
+	if err != nil && own && ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		return v, fmt.Errorf("client: %w (%s): %w", ErrPollTimeout, c.timeout, err)
+	}
+	return v, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/apitypes"
+	"github.com/openclaw/occ/client"
 )
 
 // personaFiles are the workspace files an Agent can be created with and
@@ -285,7 +286,8 @@ With --wait, follow the deployment until it succeeds or fails, at most
 --timeout: one line on standard error for each change of state (plain
 lines, readable in a log or a pipe), then the deployment on standard
 output. A failed deployment exits 1 with its error; a timeout exits 7 and
-leaves the deployment running on the server.`,
+leaves the deployment running on the server. Each poll waits at most 30s
+for an answer; a server that does not answer one also exits 7, and says so.`,
 		Example: "  occ agent deploy helper\n  occ agent deploy helper --wait --timeout 5m",
 		Args:    cobra.ExactArgs(1),
 		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
@@ -308,6 +310,16 @@ leaves the deployment running on the server.`,
 				cn.info("%s", progressLine(dep))
 			})
 			if err != nil {
+				// Each poll has its own deadline (the client's request
+				// timeout), so a GET that hangs is the server not
+				// answering, said as such, rather than a deployment that
+				// did not finish within --timeout.
+				if errors.Is(err, client.ErrPollTimeout) {
+					return &exitError{code: exitUnreachable, err: fmt.Errorf(
+						"the server did not answer a poll of deployment %s within %s; the deployment's state is unknown, "+
+							"it may still be running on the server (occ agent deployments %s %s)",
+						rev.ID, cn.d.clientTimeout(), args[0], rev.ID)}
+				}
 				if wctx.Err() != nil && ctx.Err() == nil {
 					return &exitError{code: exitUnreachable, err: fmt.Errorf(
 						"deployment %s did not finish within %s; it continues on the server (occ agent deployments %s %s)",

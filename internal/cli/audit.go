@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -49,7 +50,11 @@ writes still in flight or whose OCC process ended before it recorded the
 result (their effect on the file is unknown: read it).
 
 With --follow, print matching events as they happen, oldest first, polling
-every --interval, until Ctrl-C.`,
+every --interval, until Ctrl-C. The first poll prints the newest page (or,
+with --since, every event since then); each later one reads every page of
+events since the last poll, at most 20 pages (of --limit events); past
+that, only the newest 20 pages are printed and a warning on standard
+error gives the --cursor that lists the rest.`,
 		Example: "  occ audit list --since 1h --outcome denied\n" +
 			"  occ audit list --resource agt_… --output json\n  occ audit list --follow --kind mutation\n" +
 			"  occ audit list --without-outcome --action openclaw.agents.workspace.files.write",
@@ -127,25 +132,48 @@ func parseWhen(flag, s string, now time.Time) (*time.Time, error) {
 	return nil, usageError(fmt.Errorf("%s %q is neither an RFC 3339 time nor a duration such as 1h", flag, s))
 }
 
-// followAudit polls for events newer than the newest seen and prints them
-// oldest first. Each poll is one bounded request; the loop ends when ctx
-// does (Ctrl-C), which is success. Events at the newest timestamp seen are
-// remembered by id, because the next poll's since includes that instant.
+// maxFollowPages bounds the pages one poll of --follow reads, so that a
+// burst (or a server that keeps answering a next cursor) cannot hold a
+// poll for ever. Past it, the newest pages are printed and a warning
+// names the cursor from which the older, skipped events can be listed.
+// The list help and docs/cli.md give the number.
+const maxFollowPages = 20
+
+// followAudit polls for events at or after the newest seen and prints them
+// oldest first. Each poll reads every page (newest first, following
+// nextCursor) back to that point, at most maxFollowPages; the first poll
+// without --since reads only the newest page, like tail -f. The loop ends
+// when ctx does (Ctrl-C), which is success. Events at the newest timestamp
+// seen are remembered by id, because the next poll's since includes that
+// instant.
 func (cn *conn) followAudit(ctx context.Context, q apitypes.AuditQuery, interval time.Duration) error {
 	interval = max(interval, 100*time.Millisecond)
 	q.Cursor = ""
 	seen := map[string]bool{}
 	header := cn.out.format == "table"
 	for first := true; ; first = false {
-		page, err := cn.c.ListAuditEvents(ctx, q)
+		pages := maxFollowPages
+		tail := first && q.Since == nil
+		if tail {
+			pages = 1
+		}
+		events, rest, err := cn.auditPages(ctx, q, pages)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return apiError(err)
 		}
+		if rest != "" && !tail {
+			since := ""
+			if q.Since != nil {
+				since = " --since " + q.Since.UTC().Format(time.RFC3339Nano)
+			}
+			fmt.Fprintf(cn.d.stderr, "occ: more than %d pages of new events; only the newest %d are printed. "+
+				"List the older ones with `occ audit list` and the same filters, --limit and%s --cursor %s\n", pages, pages, since, rest)
+		}
 		var fresh []apitypes.AuditEvent
-		for _, e := range page.Items {
+		for _, e := range events {
 			if !seen[e.ID] {
 				fresh = append(fresh, e)
 			}
@@ -180,6 +208,29 @@ func (cn *conn) followAudit(ctx context.Context, q apitypes.AuditQuery, interval
 		case <-t.C:
 		}
 	}
+}
+
+// auditPages reads up to maxPages pages of q, newest first, following
+// nextCursor. q.Since bounds them: the server's last page ends at the
+// oldest event at or after it. rest is the next cursor when maxPages ran
+// out before the last page ("" otherwise).
+func (cn *conn) auditPages(ctx context.Context, q apitypes.AuditQuery, maxPages int) (events []apitypes.AuditEvent, rest string, err error) {
+	q.Cursor = ""
+	for range maxPages {
+		page, err := cn.c.ListAuditEvents(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		events = append(events, page.Items...)
+		if page.NextCursor == "" {
+			return events, "", nil
+		}
+		if page.NextCursor == q.Cursor {
+			return nil, "", runtimeError(errors.New("the server answered the same audit cursor twice"))
+		}
+		q.Cursor = page.NextCursor
+	}
+	return events, q.Cursor, nil
 }
 
 // printEvents prints followed events: table rows (the header once), or

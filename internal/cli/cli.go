@@ -55,6 +55,10 @@ type deps struct {
 	// that does not answer).
 	verifySetup   func(context.Context, workspace.Setup, setuprunner.Options) error
 	verifyTimeout time.Duration
+	// requestTimeout bounds each API call of a client command, and each
+	// poll of a --wait, instead of the constant requestTimeout when not
+	// zero (tests shorten it to make a server that does not answer).
+	requestTimeout time.Duration
 }
 
 func defaultDeps() deps {

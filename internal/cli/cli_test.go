@@ -41,6 +41,8 @@ type harness struct {
 	gotDir        string
 	stdin         io.Reader // nil: none
 	stdout, stder bytes.Buffer
+	// requestTimeout: deps.requestTimeout (0: the command's default).
+	requestTimeout time.Duration
 }
 
 func (h *harness) run(t *testing.T, args ...string) int {
@@ -57,10 +59,11 @@ func (h *harness) run(t *testing.T, args ...string) int {
 			}
 			return &h.store, nil
 		},
-		stdin:  h.stdin,
-		stdout: &h.stdout,
-		stderr: &h.stder,
-		getenv: func(k string) string { return h.env[k] },
+		stdin:          h.stdin,
+		stdout:         &h.stdout,
+		stderr:         &h.stder,
+		getenv:         func(k string) string { return h.env[k] },
+		requestTimeout: h.requestTimeout,
 	}
 	return run(context.Background(), args, d)
 }

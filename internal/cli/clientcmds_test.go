@@ -2,13 +2,16 @@ package cli
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -330,4 +333,54 @@ func TestFilesGetOut(t *testing.T) {
 			t.Errorf("the link's target holds %q, want it unchanged", b)
 		}
 	})
+}
+
+// TestWaitServerSilent: under --wait, a poll the server does not answer
+// ends after the request timeout (not after --timeout) with exit 7 and a
+// message that blames the server's silence, never a deployment or
+// reconciliation that "did not finish".
+func TestWaitServerSilent(t *testing.T) {
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/namespaces/ns_x/agents/agt_x/deploy":
+			envelope(w, 200, `{"data":{"id":"rev_1","agentId":"agt_x","number":1}}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/namespaces/ns_x/reconcile":
+			envelope(w, 200, `{"data":{"id":"rec_1","namespaceId":"ns_x","status":"queued"}}`)
+		case r.Method == http.MethodGet && polls.Add(1) == 1: // the first poll answers, "running"
+			if strings.Contains(r.URL.Path, "/reconciliations/") {
+				envelope(w, 200, `{"data":{"id":"rec_1","namespaceId":"ns_x","status":"running"}}`)
+			} else {
+				envelope(w, 200, `{"data":{"id":"rev_1","status":"running"}}`)
+			}
+		default: // every later one hangs
+			<-r.Context().Done()
+		}
+	}))
+	defer srv.Close()
+	type result struct {
+		Exit                   int
+		BlamesServer, Finished bool
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"agent deploy", []string{"agent", "deploy", "agt_x", "--wait", "--timeout", "20s", "--interval", "100ms"}},
+		{"namespace reconcile", []string{"namespace", "reconcile", "ns_x", "--wait", "--timeout", "20s", "--interval", "100ms"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			polls.Store(0)
+			h := harness{env: clientEnv(t, map[string]clientconfig.Context{"main": keyContext(srv.URL)}),
+				requestTimeout: 300 * time.Millisecond}
+			got := result{Exit: h.run(t, tc.args...)}
+			got.BlamesServer = strings.Contains(h.stder.String(), "the server did not answer a poll of")
+			got.Finished = strings.Contains(h.stder.String(), "did not finish")
+			if diff := cmp.Diff(result{Exit: exitUnreachable, BlamesServer: true}, got); diff != "" {
+				t.Errorf("occ %q (-want +got):\n%s\nstderr: %s", tc.args, diff, h.stder.String())
+			}
+		})
+	}
 }

@@ -19,8 +19,18 @@ import (
 )
 
 // requestTimeout bounds each API call of a client command (the client
-// applies it to a call whose context has no deadline of its own).
+// applies it to a call whose context has no deadline of its own, and to
+// each poll of a --wait). The --wait help texts and docs/cli.md give it.
 const requestTimeout = 30 * time.Second
+
+// clientTimeout is requestTimeout, or the shorter bound a test sets in
+// d.requestTimeout.
+func (d deps) clientTimeout() time.Duration {
+	if d.requestTimeout > 0 {
+		return d.requestTimeout
+	}
+	return requestTimeout
+}
 
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
@@ -81,7 +91,7 @@ func connect(d deps, f *clientFlags) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := newClient(cur.Server, cur.Credential)
+	c, err := newClient(cur.Server, cur.Credential, d.clientTimeout())
 	if err != nil {
 		return nil, runtimeError(err)
 	}
@@ -104,10 +114,11 @@ func resolveContext(cfg clientconfig.Config, name string) (string, clientconfig.
 	return n, cur, nil
 }
 
-// newClient builds a client for server with a saved credential. A
-// session is replayed as the cookie sign-in set, in a jar of its own.
-func newClient(server string, cred clientconfig.Credential) (*client.Client, error) {
-	opts := []client.Option{client.WithUserAgent("occ/" + buildinfo.Version), client.WithTimeout(requestTimeout)}
+// newClient builds a client for server with a saved credential, whose
+// calls are bounded by timeout. A session is replayed as the cookie
+// sign-in set, in a jar of its own.
+func newClient(server string, cred clientconfig.Credential, timeout time.Duration) (*client.Client, error) {
+	opts := []client.Option{client.WithUserAgent("occ/" + buildinfo.Version), client.WithTimeout(timeout)}
 	switch cred.Kind {
 	case clientconfig.KindKey:
 		opts = append(opts, client.WithServiceKey(cred.Key))

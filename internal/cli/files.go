@@ -3,11 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,7 +153,8 @@ func newFilesPutCmd(d deps, f *clientFlags) *cobra.Command {
 		Long: `Write FILE (- for standard input) as NAME in the running AGENT's workspace.
 
 --if-match HASH writes only if the file's hash is still HASH (as printed by
-"occ files get"); otherwise nothing is written and occ exits 5.
+"occ files get"); otherwise nothing is written and occ exits 5. A HASH that
+is not 64 lowercase hex digits, empty included, exits 2 without writing.
 --if-unchanged reads the current hash first and writes with it, which only
 protects against a write that lands between that read and this write; to
 protect an edit made over minutes, use --if-match or "occ files edit".
@@ -168,8 +168,15 @@ write that landed as success, and otherwise exits 6 without retrying.`,
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeFileName,
 		RunE: withConn(d, f, func(cmd *cobra.Command, cn *conn, args []string) error {
-			if ifMatch != "" && ifUnchanged {
+			// Changed, not ifMatch != "": --if-match "" (an unset shell
+			// variable, say) must not turn into an unconditional write.
+			matching := cmd.Flags().Changed("if-match")
+			if matching && ifUnchanged {
 				return usageError(errors.New("pass at most one of --if-match and --if-unchanged"))
+			}
+			if matching && !digest.Valid(ifMatch) {
+				return usageError(fmt.Errorf("--if-match %q is not a file hash (64 lowercase hex digits, as `occ files get` prints); "+
+					"nothing was written. To write unconditionally, leave --if-match out", ifMatch))
 			}
 			content, err := readContent(d, inFile)
 			if err != nil {
@@ -214,7 +221,8 @@ func readContent(d deps, path string) (string, error) {
 // readInput reads at most maxFileBytes from path ("-": standard input):
 // one byte more is a usage error naming what, never input cut to size,
 // and a FIFO or a device that never ends cannot hold the command. more
-// follows the size in the message.
+// follows the size in the message. A failure to read is classed by
+// localFileError.
 func readInput(d deps, path, what, more string) ([]byte, error) {
 	var r io.Reader
 	if path == "-" {
@@ -225,14 +233,15 @@ func readInput(d deps, path, what, more string) ([]byte, error) {
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, usageError(fmt.Errorf("reading %s: %w", what, err))
+			return nil, localFileError(fmt.Errorf("reading %s: %w", what, err))
 		}
 		defer f.Close()
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxFileBytes+1))
 	if err != nil {
-		return nil, usageError(fmt.Errorf("reading %s: %w", what, err))
+		// A directory opens and fails here (EISDIR).
+		return nil, localFileError(fmt.Errorf("reading %s: %w", what, err))
 	}
 	if len(b) > maxFileBytes {
 		return nil, usageError(fmt.Errorf("%s is larger than %d bytes%s", what, maxFileBytes, more))
@@ -242,6 +251,10 @@ func readInput(d deps, path, what, more string) ([]byte, error) {
 
 // putFile writes a file and settles an unknown outcome by reading back
 // (docs/files.md, "Resolving UNKNOWN_OUTCOME"). It never writes twice.
+// Only a failure the client marks client.ErrNotSent (nothing of the
+// request was written: a refused connection or proxy, a failed TLS
+// handshake) skips the read-back; any other transport failure may have
+// come after the server received the write.
 func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch string) (string, error) {
 	_, hash, err := cn.c.PutFile(ctx, ns, agentID, name, content, ifMatch)
 	if err == nil {
@@ -254,11 +267,14 @@ func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch
 		if cur == "" {
 			cur = "none (the file is missing)"
 		}
-		return "", conflictError("%s changed since you read it: its hash is now %s, not %s; nothing was written [%s, request %s]",
-			name, cur, ifMatch, ce.Code, ce.RequestID)
+		return "", &exitError{code: exitConflict, err: &fileChangedError{fmt.Sprintf(
+			"%s changed since you read it: its hash is now %s, not %s; nothing was written [%s, request %s]",
+			name, cur, ifMatch, ce.Code, ce.RequestID)}}
 	case errors.As(err, &ce) && ce.Code != "UNKNOWN_OUTCOME" && !proxyFailure(ce):
+		// A definite answer, a redirect included (the client follows
+		// none): the write was refused.
 		return "", apiError(err)
-	case ce == nil && notSent(err):
+	case ce == nil && errors.Is(err, client.ErrNotSent):
 		return "", apiError(err)
 	}
 	// The write may or may not have landed: OCC said so, a proxy in front
@@ -275,7 +291,7 @@ func (cn *conn) putFile(ctx context.Context, ns, agentID, name, content, ifMatch
 		why = fmt.Sprintf("a proxy in front of the server answered %d, and may have passed the write on", ce.Status)
 	}
 	mine := digest.Of(content)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cn.d.clientTimeout())
 	defer cancel()
 	cur, rerr := cn.c.GetFile(rctx, ns, agentID, name)
 	if rerr != nil {
@@ -299,17 +315,13 @@ func proxyFailure(ce *client.Error) bool {
 	return ce.Status >= 500 && ce.Code == "HTTP_"+strconv.Itoa(ce.Status)
 }
 
-// notSent reports whether a transport error happened before the request
-// could reach the server, so nothing was written: no connection (a dial
-// error), or a TLS handshake in which occ refused the server's
-// certificate. The client checks the certificate before it sends a byte
-// of the request, so a refused certificate is as final as a refused
-// connection and needs no read-back.
-func notSent(err error) bool {
-	var oe *net.OpError
-	var ve *tls.CertificateVerificationError
-	return (errors.As(err, &oe) && oe.Op == "dial") || errors.As(err, &ve)
-}
+// fileChangedError is putFile's refusal of a write whose If-Match no
+// longer held (412 PRECONDITION_FAILED): the one failure that `files edit`
+// answers with its diff and overwrite prompt. Other conflicts (a 409: the
+// Agent is stopping or being deleted) would refuse the overwrite as well.
+type fileChangedError struct{ msg string }
+
+func (e *fileChangedError) Error() string { return e.msg }
 
 func newFilesEditCmd(d deps, f *clientFlags) *cobra.Command {
 	return &cobra.Command{
@@ -319,11 +331,13 @@ func newFilesEditCmd(d deps, f *clientFlags) *cobra.Command {
 in a private temporary file (mode 0600), and save your version only if the
 file has not changed on the server since it was read.
 
-If it has changed (someone else saved first), occ shows a unified diff of
-theirs against yours and asks: overwrite theirs with yours, re-edit yours,
-or abort (your version is then kept in the temporary file, whose path occ
-prints). The answer is read from standard input; end of input aborts.
-An unknown outcome is settled by reading back, as "occ files put" does.`,
+If it has changed (someone else saved first: 412), occ shows a unified diff
+of theirs against yours and asks: overwrite theirs with yours, re-edit
+yours, or abort (your version is then kept in the temporary file, whose
+path occ prints). The answer is read from standard input; end of input
+aborts. Any other failure (a 409 while the Agent is stopping or being
+deleted) exits with the server's message and keeps your version the same
+way. An unknown outcome is settled by reading back, as "occ files put" does.`,
 		Example:           "  occ files edit helper SOUL.md\n  EDITOR='code --wait' occ files edit helper AGENTS.md -n team-a",
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: completeFileName,
@@ -385,8 +399,8 @@ func (cn *conn) editFile(ctx context.Context, ns, agentID, name string) error {
 			cn.info("%s saved (hash %s).", name, hash)
 			return nil
 		}
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != exitConflict {
+		var changed *fileChangedError
+		if !errors.As(err, &changed) {
 			return kept(err)
 		}
 		cur, gerr := cn.c.GetFile(ctx, ns, agentID, name)
@@ -429,4 +443,16 @@ func (cn *conn) runEditor(ctx context.Context, path string) error {
 		return runtimeError(fmt.Errorf("the editor (%s) failed: %w", editor, err))
 	}
 	return nil
+}
+
+// localFileError classes a failure to read a local file (or standard
+// input) as docs/cli.md's exit-code table does: a path that names nothing
+// is a bad argument (exit 2, as a missing --files directory is); any
+// other failure (permission denied, a directory, an I/O error) is a
+// local file error (exit 1). err keeps fs.ErrNotExist in its chain.
+func localFileError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return usageError(err)
+	}
+	return runtimeError(err)
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -60,6 +61,14 @@ against the server. URL must be the server's public origin.`,
 			if name == "" {
 				name = u.Host
 			}
+			// The saved configuration is read before signing in: a file
+			// that cannot be used (readable by others, not valid) then
+			// fails login before the server creates a session that
+			// nothing would hold.
+			dir, cfg, err := loadClientConfig(d)
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			var cred clientconfig.Credential
 			if email != "" {
@@ -67,7 +76,7 @@ against the server. URL must be the server's public origin.`,
 				if err != nil {
 					return err
 				}
-				cred, err = signIn(ctx, server, email, pw)
+				cred, err = signIn(ctx, server, email, pw, d.clientTimeout())
 				if err != nil {
 					return err
 				}
@@ -77,7 +86,7 @@ against the server. URL must be the server's public origin.`,
 					return err
 				}
 				cred = clientconfig.Credential{Kind: clientconfig.KindKey, Key: key}
-				c, err := newClient(server, cred)
+				c, err := newClient(server, cred, d.clientTimeout())
 				if err != nil {
 					return usageError(err)
 				}
@@ -87,14 +96,10 @@ against the server. URL must be the server's public origin.`,
 				}
 				cred.SubjectID = s.Subject.ID
 			}
-			dir, cfg, err := loadClientConfig(d)
-			if err != nil {
-				return err
-			}
 			cfg.Contexts[name] = clientconfig.Context{Server: server, Namespace: namespace, Credential: cred}
 			cfg.Current = name
 			if err := clientconfig.Save(dir, cfg); err != nil {
-				return runtimeError(err)
+				return runtimeError(fmt.Errorf("%w%s", err, endUnsavedSession(ctx, server, cred, d.clientTimeout())))
 			}
 			who := cred.Email
 			if who == "" {
@@ -150,16 +155,18 @@ func readPassword(d deps, fromStdin bool) (string, error) {
 }
 
 // readSecretFile reads a key from a file: trailing whitespace (a final
-// newline) is dropped. The file's content never appears in an error.
+// newline) is dropped. The file's content never appears in an error. A
+// failure to read is classed by localFileError, whether open or read
+// reports it (a directory opens, then fails to read).
 func readSecretFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", usageError(fmt.Errorf("reading the key file: %w", err))
+		return "", localFileError(fmt.Errorf("reading the key file: %w", err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
 	if err != nil {
-		return "", runtimeError(fmt.Errorf("reading the key file %s: %w", path, err))
+		return "", localFileError(fmt.Errorf("reading the key file: %w", err))
 	}
 	if len(b) > maxSecretBytes {
 		return "", usageError(fmt.Errorf("the key file %s is longer than %d bytes", path, maxSecretBytes))
@@ -173,14 +180,14 @@ func readSecretFile(path string) (string, error) {
 
 // signIn signs in and returns the session credential: the cookie the
 // server set, taken from the client's jar.
-func signIn(ctx context.Context, server, email, password string) (clientconfig.Credential, error) {
+func signIn(ctx context.Context, server, email, password string, timeout time.Duration) (clientconfig.Credential, error) {
 	u, err := url.Parse(server)
 	if err != nil {
 		return clientconfig.Credential{}, usageError(err)
 	}
 	jar, _ := cookiejar.New(nil) // never fails without options
 	c, err := client.New(server, client.WithHTTPClient(&http.Client{Jar: jar}),
-		client.WithUserAgent("occ/"+buildinfo.Version), client.WithTimeout(requestTimeout))
+		client.WithUserAgent("occ/"+buildinfo.Version), client.WithTimeout(timeout))
 	if err != nil {
 		return clientconfig.Credential{}, usageError(err)
 	}
@@ -197,6 +204,28 @@ func signIn(ctx context.Context, server, email, password string) (clientconfig.C
 	}
 	return clientconfig.Credential{}, runtimeError(errors.New("the server signed you in but set no session cookie " +
 		"for this URL: is URL the server's public origin?"))
+}
+
+// endUnsavedSession signs out a session that login could not save, so
+// that the server holds no session that no one can use or end, and says
+// how that went, as a sentence to append to the save error. A key is
+// left alone: it was created elsewhere and is still the user's.
+func endUnsavedSession(ctx context.Context, server string, cred clientconfig.Credential, timeout time.Duration) string {
+	if cred.Kind != clientconfig.KindSession {
+		return ""
+	}
+	c, err := newClient(server, cred, timeout)
+	if err == nil {
+		// The command's context may be what ended; the sign-out gets a
+		// bounded one of its own.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		_, err = c.SignOut(sctx)
+	}
+	if err != nil {
+		return fmt.Sprintf("; the session just signed in could not be ended (%v): it expires on its own", apiError(err))
+	}
+	return "; the session just signed in was ended on the server"
 }
 
 // loginError is apiError for the calls of `occ login`, with hint in place
@@ -239,7 +268,7 @@ server; a service key stays valid (revoke it with "occ key revoke").`,
 				return err
 			}
 			if cur.Credential.Kind == clientconfig.KindSession {
-				if c, err := newClient(cur.Server, cur.Credential); err == nil {
+				if c, err := newClient(cur.Server, cur.Credential, d.clientTimeout()); err == nil {
 					if _, err := c.SignOut(cmd.Context()); err != nil {
 						// The local copy goes anyway: the point of logging out
 						// is that this machine no longer holds the session.

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw/occ/apitypes"
+	"github.com/openclaw/occ/client"
 )
 
 var namespaceCols = []column[apitypes.Namespace]{
@@ -115,7 +116,8 @@ label and the Envoy-only ingress policy after routing was turned on). A
 refusal (a namespace that is not OCC's, a changed gateway Pod selector, a
 NetworkPolicy that admits other callers) changes nothing and names the
 object. With --wait, follow each until it succeeds or fails; any failure
-exits 1.`,
+exits 1, --timeout exits 7, and so does a poll the server does not answer
+within 30s.`,
 		Example: "  occ namespace reconcile team-a --wait\n  occ namespace reconcile --all --wait",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) == 1) && len(args) <= 1 {
@@ -149,6 +151,14 @@ exits 1.`,
 					cn.info("reconciliation %s of %s queued", r.ID, r.NamespaceID)
 					got, err := cn.c.WaitForReconciliation(wctx, r.NamespaceID, r.ID, interval)
 					if err != nil {
+						// As in agent deploy --wait: a poll that got no
+						// answer is the server's silence, not a slow
+						// reconciliation.
+						if errors.Is(err, client.ErrPollTimeout) {
+							return &exitError{code: exitUnreachable, err: fmt.Errorf(
+								"the server did not answer a poll of reconciliation %s within %s; its state is unknown, "+
+									"it may still be running on the server", r.ID, cn.d.clientTimeout())}
+						}
 						if wctx.Err() != nil && ctx.Err() == nil {
 							return &exitError{code: exitUnreachable, err: fmt.Errorf(
 								"reconciliation %s did not finish within %s; it continues on the server", r.ID, timeout)}

@@ -123,7 +123,7 @@ func Load(dir string) (Config, error) {
 		return Config{}, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return Config{}, fmt.Errorf("%s has mode %04o; it holds credentials and must be 0600 (chmod 600 it, or log in again)",
+		return Config{}, fmt.Errorf("%s has mode %04o; it holds credentials and must be 0600 (chmod 600 it)",
 			path, st.Mode().Perm())
 	}
 	var c Config
