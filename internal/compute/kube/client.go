@@ -21,8 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -99,6 +102,90 @@ func (d *Driver) apply(ctx context.Context, obj client.Object, resourceVersion s
 		return fmt.Errorf("kube: apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	return nil
+}
+
+// create makes obj (a typed object with TypeMeta set), which did not exist
+// when it was read, with a plain create and the field manager FieldOwner.
+// Unlike an apply, which creates or takes over, it answers AlreadyExists
+// when an object of that name appeared since the read (someone else's,
+// perhaps): the caller reads again and judges what it finds, so a
+// same-named object made in between is never adopted.
+//
+// A create records OCC's fields under an update entry, and server-side
+// apply never removes fields an update entry owns: a later apply that
+// leaves a field out (the next revision's Deployment without the
+// workspace-setup init container) would keep it. ownAsApplied therefore
+// moves them to OCC's apply entry right after. When that fails the object
+// stays (it is OCC's) and the error is retryable; claim moves them on its
+// next write. The moved entry still lists the maps the create made (the
+// "." entries), which an apply does not, so the first apply after it would
+// rewrite the managed fields of an unchanged object: obj is applied once
+// more, on the resourceVersion of the move, so that later applies of the
+// same object write nothing. A conflict there (a controller wrote the
+// status meanwhile) leaves that to the next apply.
+func (d *Driver) create(ctx context.Context, obj client.Object) error {
+	u, err := toApply(obj)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := d.call(ctx)
+	err = d.c.Create(cctx, u, client.FieldOwner(FieldOwner))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("kube: create %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	rv, err := d.ownAsApplied(ctx, u, true)
+	if err != nil {
+		return err
+	}
+	if err := d.apply(ctx, obj, rv); err != nil && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+// ownAsApplied moves the fields of obj (as read, or as created) that
+// FieldOwner owns under update entries into its apply entry: client-go's
+// csaupgrade patch, which replaces the managed fields on obj's
+// resourceVersion (409 Conflict when the object changed since) and leaves
+// every other manager's entries as they are. Nothing is written when
+// there is nothing to move. It returns the resourceVersion of the object
+// after the move (obj's when nothing moved). With reread, a conflict (a controller
+// writing the status of a Deployment just created) reads the metadata
+// again and retries, as long as it is the same object (UID); without, the
+// conflict is returned, for a caller whose next write depends on what it
+// judged at the read.
+func (d *Driver) ownAsApplied(ctx context.Context, obj client.Object, reread bool) (string, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	ns, name, uid := obj.GetNamespace(), obj.GetName(), obj.GetUID()
+	for range maxDeleteAttempts {
+		patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
+		if err != nil {
+			return "", fmt.Errorf("kube: field ownership of %s %s/%s: %w", gvk.Kind, ns, name, err)
+		}
+		if patch == nil {
+			return obj.GetResourceVersion(), nil
+		}
+		cctx, cancel := d.call(ctx)
+		err = d.c.Patch(cctx, obj, client.RawPatch(types.JSONPatchType, patch))
+		cancel()
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		switch {
+		case err == nil:
+			return obj.GetResourceVersion(), nil
+		case !apierrors.IsConflict(err) || !reread:
+			return "", fmt.Errorf("kube: move the field ownership of %s %s/%s to server-side apply: %w", gvk.Kind, ns, name, err)
+		}
+		m, err := d.getMeta(ctx, gvk, ns, name)
+		if err != nil {
+			return "", err
+		}
+		if m == nil || m.UID != uid {
+			return "", fmt.Errorf("kube: %s %s/%s was deleted or replaced right after OCC created it; will retry", gvk.Kind, ns, name)
+		}
+		obj = m
+	}
+	return "", fmt.Errorf("kube: %s %s/%s changed on every attempt to move its field ownership to server-side apply; will retry", gvk.Kind, ns, name)
 }
 
 // toApply converts a typed object into the apply configuration it means:

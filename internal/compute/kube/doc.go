@@ -30,7 +30,10 @@
 //
 // Render, RenderNamespace and RenderTenantAccess are pure functions from
 // (configuration, revision, setup); the Driver applies their output with
-// server-side apply under one field manager, "occ". The installation-level
+// server-side apply under one field manager, "occ", except that an object
+// its read found absent is created with a plain create (create), so one
+// of that name made by someone else in between is judged, never adopted.
+// The installation-level
 // routing the routes attach to (the Gateway, its EnvoyProxy and API-key
 // SecurityPolicy, the certificates) is the Helm chart's, deploy/helm/occ:
 // it derives the Gateway's hostname and route-attachment label from the

@@ -155,7 +155,7 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) erro
 		return err
 	}
 	namespace, policies := RenderNamespace(d.cfg, ns)
-	m, err := d.getMeta(ctx, gvkNamespace, "", namespace.Name)
+	m, err := d.readOrCreate(ctx, gvkNamespace, namespace)
 	if err != nil {
 		return err
 	}
@@ -166,9 +166,9 @@ func (d *Driver) EnsureNamespace(ctx context.Context, ns compute.Namespace) erro
 		if m.DeletionTimestamp != nil {
 			return fmt.Errorf("kube: namespace %s is still being deleted; retry when it is gone", namespace.Name)
 		}
-	}
-	if err := d.apply(ctx, namespace, ""); err != nil {
-		return err
+		if err := d.apply(ctx, namespace, ""); err != nil {
+			return err
+		}
 	}
 	// Without this binding the driver can write nothing in the namespace
 	// it just created (with TenantAccess, that is all its RBAC grants).
@@ -350,33 +350,48 @@ func (d *Driver) ensureImagePullSecrets(ctx context.Context, namespaceID string)
 	return nil
 }
 
-// applyImagePullSecret applies cp over the copy in the tenant namespace. A
-// Secret's type cannot change, so a copy of another type (the source was
-// recreated with the other registry format) is deleted first, exactly the
-// object read (deleteObserved); a conflict there is an error the worker
-// retries.
+// applyImagePullSecret applies cp over the copy in the tenant namespace,
+// or creates it when absent (create: a Secret of that name made since the
+// read is read and judged, never adopted). A Secret's type cannot change,
+// so a copy of another type (the source was recreated with the other
+// registry format) is deleted first, exactly the object read
+// (deleteObserved), and created anew; a conflict there is an error the
+// worker retries.
 func (d *Driver) applyImagePullSecret(ctx context.Context, cp *corev1.Secret) error {
-	// The whole Secret is read, not only its metadata, for its type.
-	var cur corev1.Secret
-	found, err := d.getTyped(ctx, client.ObjectKeyFromObject(cp), &cur)
-	if err != nil {
-		return err
-	}
-	if found {
+	for range maxDeleteAttempts {
+		// The whole Secret is read, not only its metadata, for its type.
+		var cur corev1.Secret
+		found, err := d.getTyped(ctx, client.ObjectKeyFromObject(cp), &cur)
+		if err != nil {
+			return err
+		}
+		if !found {
+			if err := d.create(ctx, cp); !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			continue
+		}
 		l := cur.Labels
 		if l[LabelManagedBy] != ManagedBy || l[LabelNamespace] != cp.Labels[LabelNamespace] || l[LabelImagePullSecret] != "true" {
 			return fmt.Errorf("kube: Secret %s/%s exists but is not labelled as OCC's copy of image pull Secret %s (labels %s, %s, %s); leaving it alone",
 				cp.Namespace, cp.Name, cp.Annotations[AnnotationImagePullSecretSource], LabelManagedBy, LabelNamespace, LabelImagePullSecret)
 		}
-		if cur.Type != cp.Type {
-			m := &metav1.PartialObjectMetadata{ObjectMeta: cur.ObjectMeta}
-			m.SetGroupVersionKind(gvkSecret)
-			if err := d.deleteObserved(ctx, m); err != nil {
-				return err
-			}
+		if cur.Type == cp.Type {
+			return d.apply(ctx, cp, "")
+		}
+		m := &metav1.PartialObjectMetadata{ObjectMeta: cur.ObjectMeta}
+		m.SetGroupVersionKind(gvkSecret)
+		if err := d.deleteObserved(ctx, m); err != nil {
+			return err
 		}
 	}
-	return d.apply(ctx, cp, "")
+	return errKeptChanging("Secret", cp)
+}
+
+// errKeptChanging: an object kept appearing or changing between the read
+// and the write on every attempt.
+func errKeptChanging(kind string, obj client.Object) error {
+	return fmt.Errorf("kube: %s %s/%s changed between the read and the write on every attempt; will retry", kind, obj.GetNamespace(), obj.GetName())
 }
 
 // ensureConfigMap creates the revision's ConfigMap. It is immutable: when
@@ -391,7 +406,10 @@ func (d *Driver) ensureConfigMap(ctx context.Context, rev compute.Revision, cm *
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
-			return d.apply(ctx, cm, "")
+			if err := d.create(ctx, cm); !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+			continue
 		case err != nil:
 			return fmt.Errorf("kube: read ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 		}
@@ -422,16 +440,14 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// ensurePVC creates the Agent's state volume when it does not exist. An
+// ensurePVC creates the Agent's state volume when it does not exist
+// (readOrCreate: one that appears meanwhile is judged, never adopted). An
 // existing one is never changed: it holds the workspace, and most of its
 // spec is immutable anyway.
 func (d *Driver) ensurePVC(ctx context.Context, rev compute.Revision, pvc *corev1.PersistentVolumeClaim) error {
-	m, err := d.getMeta(ctx, gvkPVC, pvc.Namespace, pvc.Name)
-	if err != nil {
+	m, err := d.readOrCreate(ctx, gvkPVC, pvc)
+	if err != nil || m == nil {
 		return err
-	}
-	if m == nil {
-		return d.apply(ctx, pvc, "")
 	}
 	if err := checkAgent(m, rev.AgentID); err != nil {
 		return err
@@ -440,6 +456,24 @@ func (d *Driver) ensurePVC(ctx context.Context, rev compute.Revision, pvc *corev
 		return fmt.Errorf("kube: the state volume %s/%s of agent %s is being deleted", pvc.Namespace, pvc.Name, rev.AgentID)
 	}
 	return nil
+}
+
+// readOrCreate reads the metadata of obj's object and, when there is none,
+// creates obj (create: never adopting one made since the read). It returns
+// the metadata of an object that existed, for the caller to judge, or nil
+// when it created obj. An object that appeared between the read and the
+// create is read and returned.
+func (d *Driver) readOrCreate(ctx context.Context, gvk schemaGVK, obj client.Object) (*metav1.PartialObjectMetadata, error) {
+	for range maxDeleteAttempts {
+		m, err := d.getMeta(ctx, gvk, obj.GetNamespace(), obj.GetName())
+		if err != nil || m != nil {
+			return m, err
+		}
+		if err := d.create(ctx, obj); !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	return nil, errKeptChanging(gvk.Kind, obj)
 }
 
 // ensureSetupSecret applies the rendered setup Secret, except over one
@@ -452,12 +486,9 @@ func (d *Driver) ensurePVC(ctx context.Context, rev compute.Revision, pvc *corev
 // conditional on the resourceVersion read, so a scrub that lands between
 // the read and the apply wins (409 Conflict, retried by the worker).
 func (d *Driver) ensureSetupSecret(ctx context.Context, rev compute.Revision, setup *compute.WorkspaceSetup, secret *corev1.Secret) error {
-	m, err := d.getMeta(ctx, gvkSecret, secret.Namespace, secret.Name)
-	if err != nil {
+	m, err := d.readOrCreate(ctx, gvkSecret, secret)
+	if err != nil || m == nil {
 		return err
-	}
-	if m == nil {
-		return d.apply(ctx, secret, "")
 	}
 	if err := checkAgent(m, rev.AgentID); err != nil {
 		return err
@@ -474,14 +505,12 @@ func (d *Driver) ensureSetupSecret(ctx context.Context, rev compute.Revision, se
 // (the setup Secret), refusing to touch a same-named object of another
 // Agent.
 func (d *Driver) applyAgentObject(ctx context.Context, gvk schemaGVK, obj client.Object, agentID string) error {
-	m, err := d.getMeta(ctx, gvk, obj.GetNamespace(), obj.GetName())
-	if err != nil {
+	m, err := d.readOrCreate(ctx, gvk, obj)
+	if err != nil || m == nil {
 		return err
 	}
-	if m != nil {
-		if err := checkAgent(m, agentID); err != nil {
-			return err
-		}
+	if err := checkAgent(m, agentID); err != nil {
+		return err
 	}
 	return d.apply(ctx, obj, "")
 }
@@ -495,25 +524,38 @@ func errNewerOwner(kind, name string, owner, rev revisionRef) error {
 
 // claim applies obj, an Agent-level object that revisions share (the
 // Deployment, the Service, the HTTPRoute), on behalf of rev: created when
-// absent, taken over from rev itself or an older revision (conditional on
+// absent (readOrCreate: one that appears meanwhile is judged, never
+// adopted), taken over from rev itself or an older revision (conditional on
 // the resourceVersion read, so a concurrent change is a conflict rather
-// than a lost update), refused when a newer revision owns it.
+// than a lost update: the object is read and judged again), refused when a
+// newer revision owns it.
 func (d *Driver) claim(ctx context.Context, gvk schemaGVK, obj client.Object, rev revisionRef) error {
-	m, err := d.getMeta(ctx, gvk, obj.GetNamespace(), obj.GetName())
-	if err != nil {
-		return err
-	}
-	rv := ""
-	if m != nil {
+	for range maxDeleteAttempts {
+		m, err := d.readOrCreate(ctx, gvk, obj)
+		if err != nil || m == nil {
+			return err
+		}
 		if err := checkAgent(m, rev.AgentID); err != nil {
 			return err
 		}
 		if o, ok := ownerOf(m); ok && o.ID != rev.ID && o.Number >= rev.Number {
 			return errNewerOwner(gvk.Kind, obj.GetNamespace()+"/"+obj.GetName(), o, rev)
 		}
-		rv = m.ResourceVersion
+		// Fields still owned by an update entry (a create whose move
+		// failed, a scale to zero) would survive an apply that leaves
+		// them out. The move is conditional on the resourceVersion read,
+		// like the apply.
+		rv, err := d.ownAsApplied(ctx, m, false)
+		if err == nil {
+			err = d.apply(ctx, obj, rv)
+		}
+		// A conflict: the object changed since the read (a Deployment's
+		// status moves while it rolls out); it is read and judged again.
+		if !apierrors.IsConflict(err) {
+			return err
+		}
 	}
-	return d.apply(ctx, obj, rv)
+	return errKeptChanging(gvk.Kind, obj)
 }
 
 // gatewayStatus reads the Deployment and says whether rev's gateway is

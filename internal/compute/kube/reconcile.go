@@ -38,7 +38,10 @@ func (d *Driver) PlanNamespace(ctx context.Context, ns compute.Namespace) (compu
 // ReconcileNamespace implements compute.NamespaceReconciler: the plan's
 // checks, then each changed object written with server-side apply on the
 // resourceVersion it was read at (an object changed or created since
-// answers 409: a retryable error naming it, nothing overwritten). A
+// answers 409: a retryable error naming it, nothing overwritten). One of
+// OCC's NetworkPolicies whose spec differs from the rendered one is
+// updated whole instead, on that resourceVersion too (updatePolicy), so a
+// rule another field manager added to it is removed, not kept. A
 // RoleBinding whose roleRef differs is deleted on the UID and
 // resourceVersion it was read at and created anew (replaceRoleBinding),
 // since a roleRef cannot change. The namespace is written last, so its
@@ -64,11 +67,16 @@ func (d *Driver) ReconcileNamespace(ctx context.Context, ns compute.Namespace) (
 		}
 		rv := it.change.ResourceVersion
 		var err error
-		if rb, ok := it.obj.(*rbacv1.RoleBinding); ok && slices.Contains(it.change.Fields, "roleRef") {
+		rb, isRB := it.obj.(*rbacv1.RoleBinding)
+		np, isNP := it.obj.(*networkingv1.NetworkPolicy)
+		switch {
+		case isRB && slices.Contains(it.change.Fields, "roleRef"):
 			// A roleRef cannot change: the binding is replaced, on the UID
 			// and resourceVersion it was read at.
 			err = d.replaceRoleBinding(ctx, it.live.(*rbacv1.RoleBinding), rb, ns.ID)
-		} else {
+		case isNP && slices.Contains(it.change.Fields, "spec"):
+			err = d.updatePolicy(ctx, it.live.(*networkingv1.NetworkPolicy), np)
+		default:
 			err = d.applyExact(ctx, it.obj, rv)
 		}
 		if err != nil {
@@ -82,6 +90,40 @@ func (d *Driver) ReconcileNamespace(ctx context.Context, ns compute.Namespace) (
 	return p.public(), nil
 }
 
+// updatePolicy writes want's spec over OCC's policy live, whole: a JSON
+// merge patch from live as read to the rendered spec, which sets every
+// field OCC does not render to null, with live's resourceVersion in it
+// (MergeFromWithOptimisticLock: 409 Conflict when the policy changed
+// since). Server-side apply removes only fields the occ manager owned, so
+// a field another manager added that OCC never sets (an ingress: [{}] on
+// default-deny, which admits every source to the gateway Pods) would
+// survive an apply; the patch removes it. Labels and annotations of
+// others are kept, OCC's set as rendered. A patch, not an update: the
+// chart grants the driver patch on NetworkPolicies, not update.
+func (d *Driver) updatePolicy(ctx context.Context, live, want *networkingv1.NetworkPolicy) error {
+	u := live.DeepCopy()
+	u.Spec = *want.Spec.DeepCopy()
+	u.Labels = mergeMaps(live.Labels, want.Labels)
+	u.Annotations = mergeMaps(live.Annotations, want.Annotations)
+	cctx, cancel := d.call(ctx)
+	defer cancel()
+	patch := client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
+	if err := d.c.Patch(cctx, u, patch, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("kube: patch NetworkPolicy %s/%s: %w", u.Namespace, u.Name, err)
+	}
+	return nil
+}
+
+// mergeMaps is base with over's entries set.
+func mergeMaps(base, over map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, over)
+	return out
+}
+
 // applyExact is apply, except that an object that did not exist when read
 // is created with create semantics, so one created meanwhile is not
 // adopted.
@@ -89,16 +131,7 @@ func (d *Driver) applyExact(ctx context.Context, obj client.Object, rv string) e
 	if rv != "" {
 		return d.apply(ctx, obj, rv)
 	}
-	u, err := toApply(obj)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := d.call(ctx)
-	defer cancel()
-	if err := d.c.Create(cctx, u, client.FieldOwner(FieldOwner)); err != nil {
-		return fmt.Errorf("kube: create %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
-	}
-	return nil
+	return d.create(ctx, obj)
 }
 
 func objName(c compute.ObjectChange) string {
