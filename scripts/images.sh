@@ -44,6 +44,12 @@ OCC_REPO=openclaw/occ
 GATEWAY_REPO=openclaw/occ-gateway
 # The fixed tag names the last build of each image; the tests and local clusters use it.
 LOCAL_TAG=local
+# Every image this script imports carries this label: the clean-up after a build removes only tags
+# and untagged images that carry it, never an image of the same repository pulled from a registry
+# or built some other way, nor anyone else's untagged images on the engine.
+BUILT_BY_LABEL=dev.openclaw.occ.built-by=scripts/images.sh
+# And this one the tags it gave the image: the clean-up removes only those, never a tag added later.
+TAGS_LABEL=dev.openclaw.occ.built-tags
 # What the gateway image takes from Debian: the shared libraries of node (checked below with ldd)
 # and the CA bundle.
 DEBIAN_PACKAGES=(libc6 libstdc++6 libgcc-s1 ca-certificates)
@@ -150,7 +156,7 @@ debs() {
 up_to_date() { [ -s "$OUT/$1.tar" ] && [ "$(cat "$OUT/.$1.inputs" 2>/dev/null)" = "$2" ]; }
 
 # import_image ROOTFS TAG... -- CHANGE...: import ROOTFS as the image TAGs (the first is the one
-# created, the others are added) with the Dockerfile instructions CHANGE.
+# created, the others are added) with the Dockerfile instructions CHANGE and BUILT_BY_LABEL.
 import_image() {
 	local rootfs=$1
 	shift
@@ -160,17 +166,25 @@ import_image() {
 		shift
 	done
 	shift
-	for t in "$@"; do changes+=(--change "$t"); done
+	for t in "$@" "LABEL $BUILT_BY_LABEL" "LABEL $TAGS_LABEL=\"${tags[*]}\""; do changes+=(--change "$t"); done
 	engine
 	tar --numeric-owner --sort=name -C "$rootfs" -c . | docker import "${changes[@]}" - "${tags[0]}" >/dev/null
 	for t in "${tags[@]:1}"; do docker tag "${tags[0]}" "$t"; done
-	# Earlier builds of this repository would pile up in the engine: drop their tags, and the
-	# images no tag names any more.
-	local repo=${tags[0]%:*} old
-	for old in $(docker image ls "$repo" --format '{{.Repository}}:{{.Tag}}'); do
-		printf '%s\n' "${tags[@]}" | grep -qxF "$old" || docker rmi "$old" >/dev/null
+	# Earlier builds of this script would pile up in the engine: drop the tags of this repository
+	# that this script gave an image it imported (the two labels) and that this build did not just
+	# set, then the images of this script that no tag names any more. Anything else is left alone:
+	# images of the repository this script did not import, tags someone added to its images, and
+	# other untagged images on the engine.
+	local repo=${tags[0]%:*} old given
+	for old in $(docker image ls "$repo" --filter "label=$BUILT_BY_LABEL" --format '{{.Repository}}:{{.Tag}}'); do
+		# An untagged image is listed as <none>; the prune below removes it.
+		[ "${old##*:}" != "<none>" ] || continue
+		printf '%s\n' "${tags[@]}" | grep -qxF "$old" && continue
+		given=$(docker image inspect --format "{{index .Config.Labels \"$TAGS_LABEL\"}}" "$old") || continue
+		tr ' ' '\n' <<<"$given" | grep -qxF "$old" || continue
+		docker rmi "$old" >/dev/null
 	done
-	docker image prune -f >/dev/null
+	docker image prune -f --filter "label=$BUILT_BY_LABEL" >/dev/null
 }
 
 # write_tarball NAME DIGEST TAG...: docker save the TAGs to OUT/NAME.tar (atomically) and record

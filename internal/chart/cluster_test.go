@@ -940,6 +940,24 @@ func TestRBAC(t *testing.T) {
 		c := worker.client
 		dry := client.DryRunAll
 
+		// The driver's own shape of a tenant namespace that does not exist
+		// yet, and variations of it the policy must refuse.
+		const psaEnforce = "pod-security.kubernetes.io/enforce"
+		driverShape := func(edit func(*corev1.Namespace)) *corev1.Namespace {
+			n, _ := kube.RenderNamespace(in.kc, compute.Namespace{ID: ids.New(ids.Namespace), Name: "shape"})
+			if edit != nil {
+				edit(n)
+			}
+			return n
+		}
+		// A namespace an administrator labelled managed-by whose name is not
+		// a tenant namespace's: the worker may not delete it or bind there.
+		foreign := nsObj(testkube.RandomName("occt-managed"), managed)
+		if err := env.Client.Create(ctx, foreign); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { deleteObject(t, env, foreign) })
+
 		// The policy's bindings reach the API server's admission through
 		// an informer too; until it denies the first case, the table would
 		// test nothing.
@@ -958,8 +976,29 @@ func TestRBAC(t *testing.T) {
 			{"create a namespace without the managed-by label", func() error {
 				return c.Create(ctx, nsObj(testkube.RandomName("occt-unmanaged"), nil), dry)
 			}, deniedByPolicy},
-			{"create a namespace labelled managed-by openclaw-enterprise", func() error {
+			{"create a namespace of another name labelled managed-by openclaw-enterprise", func() error {
 				return c.Create(ctx, nsObj(testkube.RandomName("occt-managed"), managed), dry)
+			}, deniedByPolicy},
+			{"create a tenant namespace as the driver renders it", func() error {
+				return c.Create(ctx, driverShape(nil), dry)
+			}, allowed},
+			{"create the driver's namespace under another name", func() error {
+				return c.Create(ctx, driverShape(func(n *corev1.Namespace) { n.Name = testkube.RandomName("occt-managed") }), dry)
+			}, deniedByPolicy},
+			{"create the driver's namespace with the name of a tenant namespace and a suffix", func() error {
+				return c.Create(ctx, driverShape(func(n *corev1.Namespace) { n.Name += "-x" }), dry)
+			}, deniedByPolicy},
+			{"create the driver's namespace with Pod Security enforce=privileged", func() error {
+				return c.Create(ctx, driverShape(func(n *corev1.Namespace) { n.Labels[psaEnforce] = "privileged" }), dry)
+			}, deniedByPolicy},
+			{"create the driver's namespace without the Pod Security label", func() error {
+				return c.Create(ctx, driverShape(func(n *corev1.Namespace) { delete(n.Labels, psaEnforce) }), dry)
+			}, deniedByPolicy},
+			{"create the driver's namespace with Pod Security enforce-version pinned", func() error {
+				return c.Create(ctx, driverShape(func(n *corev1.Namespace) { n.Labels[psaEnforce+"-version"] = "v1.0" }), dry)
+			}, deniedByPolicy},
+			{"create the driver's namespace with Pod Security warn=baseline", func() error {
+				return c.Create(ctx, driverShape(func(n *corev1.Namespace) { n.Labels["pod-security.kubernetes.io/warn"] = "baseline" }), dry)
 			}, allowed},
 			{"adopt the default namespace (label it managed-by openclaw-enterprise)", func() error {
 				return c.Patch(ctx, nsObj("default", nil), labels(managed), dry)
@@ -976,6 +1015,21 @@ func TestRBAC(t *testing.T) {
 			{"label a tenant namespace it manages", func() error {
 				return c.Patch(ctx, nsObj(tenant, nil), labels(map[string]string{"example.com/x": "y"}), dry)
 			}, allowed},
+			{"patch a tenant namespace to Pod Security enforce=privileged", func() error {
+				return c.Patch(ctx, nsObj(tenant, nil), labels(map[string]string{psaEnforce: "privileged"}), dry)
+			}, deniedByPolicy},
+			{"take the Pod Security label off a tenant namespace", func() error {
+				return c.Patch(ctx, nsObj(tenant, nil), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+psaEnforce+`":null}}}`)), dry)
+			}, deniedByPolicy},
+			{"pin a tenant namespace's Pod Security enforce-version", func() error {
+				return c.Patch(ctx, nsObj(tenant, nil), labels(map[string]string{psaEnforce + "-version": "v1.0"}), dry)
+			}, deniedByPolicy},
+			{"delete a managed namespace that is not a tenant namespace", func() error {
+				return c.Delete(ctx, nsObj(foreign.Name, nil), dry)
+			}, deniedByPolicy},
+			{"bind the tenant role to itself in a managed namespace that is not a tenant namespace", func() error {
+				return c.Create(ctx, binding(foreign.Name, tenantRole, self), dry)
+			}, deniedByPolicy},
 			{"bind the tenant role to itself in default", func() error {
 				return c.Create(ctx, binding("default", tenantRole, self), dry)
 			}, deniedByPolicy},

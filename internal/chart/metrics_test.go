@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -179,6 +180,31 @@ func TestMetrics(t *testing.T) {
 			for _, key := range selected {
 				if job := objs[key].Metadata.Labels[jobLabel]; job != "occ" {
 					t.Errorf("%s: job label %s = %q, want occ", key, jobLabel, job)
+				}
+			}
+			// The alert rules keep installations apart by namespace (which the
+			// Prometheus Operator sets on every target) and
+			// app_kubernetes_io_instance: the Operator's name for a Service label
+			// the ServiceMonitor's targetLabels copy onto its targets (every
+			// character outside [a-zA-Z0-9_] becomes _), the release's name on
+			// the selected Services.
+			var instanceLabel string
+			if tl, ok := sm.Spec["targetLabels"].([]any); ok {
+				for _, l := range tl {
+					if l == "app.kubernetes.io/instance" {
+						instanceLabel = l.(string)
+					}
+				}
+			}
+			if instanceLabel == "" {
+				t.Errorf("ServiceMonitor targetLabels %v, want app.kubernetes.io/instance (the alert rules group by app_kubernetes_io_instance)", sm.Spec["targetLabels"])
+			}
+			if got := regexp.MustCompile(`[^a-zA-Z0-9_]`).ReplaceAllString(instanceLabel, "_"); instanceLabel != "" && got != "app_kubernetes_io_instance" {
+				t.Errorf("targetLabels %s becomes the target label %s, not the rules' app_kubernetes_io_instance", instanceLabel, got)
+			}
+			for _, key := range selected {
+				if v := objs[key].Metadata.Labels["app.kubernetes.io/instance"]; v != release {
+					t.Errorf("%s: label app.kubernetes.io/instance = %q, want the release %s", key, v, release)
 				}
 			}
 			if port := path(t, sm.Spec, "endpoints", 0, "port"); port != "metrics" {

@@ -4,8 +4,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // renderNotes renders the chart's NOTES.txt, which helm template leaves
@@ -86,8 +89,7 @@ func TestNotes(t *testing.T) {
 				t.Errorf("no Service %s", api.Metadata.Name)
 			}
 			image := path(t, api.Spec, "template", "spec", "containers", 0, "image").(string)
-			want := []string{"OCC (" + image + ")", "deploy/" + api.Metadata.Name,
-				"http://" + api.Metadata.Name + "." + namespace + ".svc:8080"}
+			want := []string{"OCC (" + image + ")", "http://" + api.Metadata.Name + "." + namespace + ".svc:8080"}
 			_, kc := occConfig(t, objs, fullname+"-config")
 			for _, o := range objs {
 				switch {
@@ -101,6 +103,108 @@ func TestNotes(t *testing.T) {
 				if !strings.Contains(notes, w) {
 					t.Errorf("the notes do not say %q:\n%s", w, notes)
 				}
+			}
+		})
+	}
+}
+
+// TestNotesAdminPassword: without bootstrapAdmin.passwordSecretName the
+// API Pod that wins the bootstrap prints the generated password once, and
+// with api.replicas above 1 that is any of them. The command the notes
+// give reads every API Pod's whole log (a selector makes kubectl logs
+// print the last 10 lines of each by default), names each line's Pod, and
+// selects exactly the API Deployment's Pods: its selector's labels, which
+// match no other workload's Pod template.
+func TestNotesAdminPassword(t *testing.T) {
+	for _, replicas := range []string{"1", "3"} {
+		t.Run("api.replicas="+replicas, func(t *testing.T) {
+			notes, objs := renderNotes(t, release, "routing-off", "api.replicas="+replicas)
+			var cmd string
+			for _, line := range strings.Split(notes, "\n") {
+				if strings.Contains(line, "kubectl") && strings.Contains(line, " logs ") {
+					cmd = strings.TrimSpace(line)
+				}
+			}
+			if cmd == "" {
+				t.Fatalf("the notes give no kubectl logs command:\n%s", notes)
+			}
+			args := strings.Fields(cmd)
+			selector := ""
+			for i, a := range args {
+				if a == "-l" && i+1 < len(args) {
+					selector = args[i+1]
+				}
+			}
+			for _, flag := range []string{"--prefix", "--tail=-1"} {
+				if !slices.Contains(args, flag) {
+					t.Errorf("the notes' command %q lacks %s", cmd, flag)
+				}
+			}
+			if strings.Contains(cmd, "deploy/") {
+				t.Errorf("the notes' command %q reads one Pod of the Deployment", cmd)
+			}
+			got := map[string]string{}
+			for _, kv := range strings.Split(selector, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				got[k] = v
+			}
+			api := objs["Deployment/"+release+"-occ-api"]
+			want := map[string]string{}
+			for k, v := range path(t, api.Spec, "selector", "matchLabels").(map[string]any) {
+				want[k] = v.(string)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the notes' command %q selects other Pods than the API Deployment's selector (-want +got):\n%s", cmd, diff)
+			}
+			for key, o := range objs {
+				if (o.Kind != "Deployment" && o.Kind != "Job") || key == "Deployment/"+api.Metadata.Name {
+					continue
+				}
+				labels := path(t, o.Spec, "template", "metadata", "labels").(map[string]any)
+				all := true
+				for k, v := range got {
+					all = all && labels[k] == v
+				}
+				if all {
+					t.Errorf("the notes' selector %s also selects the Pods of %s", selector, key)
+				}
+			}
+		})
+	}
+	t.Run("passwordSecretName", func(t *testing.T) {
+		notes, _ := renderNotes(t, release, "routing-off", "bootstrapAdmin.passwordSecretName=occ-admin")
+		if strings.Contains(notes, " logs ") || !strings.Contains(notes, "Secret occ-admin") {
+			t.Errorf("with bootstrapAdmin.passwordSecretName the notes should name the Secret and read no log:\n%s", notes)
+		}
+	})
+}
+
+// TestNotesUpgradeTimeout: Helm waits for the pre-upgrade migration Job
+// at most --timeout (5 minutes by default) while the Job may run
+// migration.activeDeadlineSeconds; the command the notes give for upgrades
+// passes a --timeout five minutes longer than that deadline (or than the
+// API's 10-minute startup probe, which covers migrating at start).
+func TestNotesUpgradeTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		sets []string
+		want string
+	}{
+		{"default deadline", nil, "--timeout 900s"},
+		{"longer deadline", []string{"migration.activeDeadlineSeconds=1800"}, "--timeout 2100s"},
+		{"shorter deadline: the startup probe's 10 minutes", []string{"migration.activeDeadlineSeconds=120"}, "--timeout 900s"},
+		{"sqlite", []string{"database.mode=sqlite"}, "--timeout 900s"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			notes, _ := renderNotes(t, release, "routing-off", tt.sets...)
+			var cmd string
+			for _, line := range strings.Split(notes, "\n") {
+				if strings.Contains(line, "helm upgrade "+release) {
+					cmd = strings.TrimSpace(line)
+				}
+			}
+			if !strings.Contains(cmd, "--wait") || !strings.Contains(cmd, tt.want) {
+				t.Errorf("the notes' upgrade command %q, want --wait and %s:\n%s", cmd, tt.want, notes)
 			}
 		})
 	}

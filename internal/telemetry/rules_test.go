@@ -18,8 +18,19 @@ import (
 
 const rulesFile = "../../deploy/prometheus/occ-rules.yaml"
 
-// scrapeLabels are the labels Prometheus adds to every scraped series.
-var scrapeLabels = map[string]bool{"job": true, "instance": true}
+// scrapeLabels are the labels Prometheus adds to every scraped series:
+// job and instance always, and through the chart's ServiceMonitor the
+// installation's (installationLabels).
+var scrapeLabels = map[string]bool{"job": true, "instance": true, "namespace": true, "app_kubernetes_io_instance": true}
+
+// installationLabels tell one OCC installation's series from another's
+// when one Prometheus scrapes several, all as job "occ": the Prometheus
+// Operator's namespace label and app_kubernetes_io_instance, the Helm
+// release, which the chart's ServiceMonitor copies from its Services
+// (targetLabels; internal/chart's TestMetrics checks it). Every rule keeps
+// them apart: each aggregation groups by both, and each match between two
+// vectors matches on both.
+var installationLabels = []string{"namespace", "app_kubernetes_io_instance"}
 
 // exported is every metric family name the registry can export, with the
 // _bucket, _sum and _count series of histograms, each with the names of
@@ -109,11 +120,29 @@ func TestAlertRules(t *testing.T) {
 							t.Errorf("alert %s matches label %s of %s, which has no such label", r.Alert, m.Name, n.Name)
 						}
 					}
+				case *parser.BinaryExpr:
+					// A match of two vectors on fewer labels would pair one
+					// installation's series with another's (on() matches all).
+					vm := n.VectorMatching
+					if vm == nil || n.LHS.Type() != parser.ValueTypeVector || n.RHS.Type() != parser.ValueTypeVector {
+						return nil
+					}
+					for _, l := range installationLabels {
+						if vm.On != slices.Contains(vm.MatchingLabels, l) {
+							t.Errorf("alert %s matches %s without the installation label %s (%s)", r.Alert, n.Op, l, n)
+						}
+					}
 				case *parser.AggregateExpr:
 					// Every label it groups by must be on every series it
 					// aggregates, or the groups silently merge into one.
 					if n.Without {
 						return nil
+					}
+					// And it must keep installations apart.
+					for _, l := range installationLabels {
+						if !slices.Contains(n.Grouping, l) {
+							t.Errorf("alert %s aggregates (%s) without grouping by the installation label %s", r.Alert, n, l)
+						}
 					}
 					parser.Inspect(n.Expr, func(inner parser.Node, _ []parser.Node) error {
 						vs, ok := inner.(*parser.VectorSelector)
