@@ -35,10 +35,14 @@ function errText(r) {
 
 // api sends one request and never retries. A 401 outside the sign-in page
 // means the session ended: go to sign-in, unless opts.stay (the caller says
-// so itself first).
+// so itself first). opts.raw is a body already encoded as JSON text, sent
+// instead of payload as is.
 async function api(method, path, payload, headers, opts) {
   const opt = { method, headers: Object.assign({}, headers), credentials: 'same-origin', cache: 'no-store' };
-  if (payload !== undefined) {
+  if (opts && opts.raw !== undefined) {
+    opt.headers['Content-Type'] = 'application/json';
+    opt.body = opts.raw;
+  } else if (payload !== undefined) {
     opt.headers['Content-Type'] = 'application/json';
     opt.body = JSON.stringify(payload);
   }
@@ -54,8 +58,48 @@ async function api(method, path, payload, headers, opts) {
     location.assign('/console/sign-in');
   }
   const etag = res.headers.get('ETag');
-  return { status: res.status, data: j && j.data, error: j && j.error, etag: etag ? etag.replace(/^"|"$/g, '') : null };
+  return { status: res.status, data: j && j.data, error: j && j.error, etag: etag ? etag.replace(/^"|"$/g, '') : null,
+    retryAfter: res.headers.get('Retry-After') };
 }
+
+// send is api for a form the user typed into. A 401 there means the session
+// ended and admission refused the request, so nothing was done; going to
+// sign-in would throw the typed text away. So it stays, says so (sign in
+// again in another tab, then submit again: the text is still here) and
+// answers null: the caller stops, and reloads nothing (a read would go to
+// sign-in).
+const SESSION_ENDED = 'Nothing was done: your session has ended. Your text is still here: sign in again in another tab, then submit again (or copy your text first, then sign in here).';
+async function send(method, path, payload, opts) {
+  const r = await api(method, path, payload, undefined, Object.assign({}, opts, { stay: true }));
+  if (r.status === 401) { alertMsg(SESSION_ENDED); return null; }
+  return r;
+}
+
+// retryAfter is the number of seconds a reply asks to wait (Retry-After, in
+// seconds or as a date; else data.retryAfterSeconds), 0 when it says none.
+function retryAfter(r) {
+  const h = (r.retryAfter || '').trim();
+  let s = 0;
+  if (/^\d+$/.test(h)) {
+    s = parseInt(h, 10);
+  } else if (h) {
+    const t = Date.parse(h);
+    if (!isNaN(t)) { s = Math.ceil((t - Date.now()) / 1000); }
+  }
+  if (!(s > 0) && r.error && r.error.data && r.error.data.retryAfterSeconds > 0) { s = r.error.data.retryAfterSeconds; }
+  return s > 0 ? s : 0;
+}
+
+// unsaved says whether the page holds typed text that leaving would
+// discard (the create-Agent form, the file editor): leaving then asks (the
+// browser's own prompt), and Sign out asks first. leave goes without
+// asking: the text was sent, or the user said to discard it.
+let unsaved = () => false;
+let leaving = false;
+window.addEventListener('beforeunload', (ev) => {
+  if (!leaving && unsaved()) { ev.preventDefault(); ev.returnValue = ''; }
+});
+function leave(url) { leaving = true; location.assign(url); }
 
 // apiAll reads every page of a paged list (at most 100 pages of 500),
 // for the short lists a page shows whole; it answers like api, with all
@@ -207,10 +251,13 @@ async function chrome() {
     so.addEventListener('click', async () => {
       if (busy) { return; }
       busy = true;
+      // Signing out leaves the page: ask first when that discards typed
+      // text (after the sign-out, it could not be sent any more).
+      if (unsaved() && !(await confirmDialog('Sign out and discard the text you have not saved?'))) { busy = false; return; }
       const r = await api('POST', '/api/auth/sign-out');
       busy = false;
       // A 401 means the session had already ended; api goes to sign-in.
-      if (r.status === 200 || r.status === 401) { location.assign('/console/sign-in'); return; }
+      if (r.status === 200 || r.status === 401) { leave('/console/sign-in'); return; }
       // Anything else: the session may still be valid. Stay, and say so.
       alertMsg('Sign-out failed: ' + errText(r) + ' You may still be signed in: try again.');
     });
@@ -231,9 +278,22 @@ pages['sign-in'] = () => {
     status('Signing in…');
     const r = await api('POST', '/api/auth/sign-in/email', { email: $('#email').value, password: $('#password').value });
     if (r.status === 200) { location.assign('/console/namespaces'); return; }
-    // One message for every refusal: the page never says whether an
-    // account exists.
-    alertMsg(r.status === 0 ? errText(r) : 'Sign-in failed: the email or password is not correct.');
+    // One message for every wrong credential (401): the page never says
+    // whether an account exists. Other refusals are not about the
+    // credentials (an untrusted origin, a throttled account or address, a
+    // server fault): the server's own message says which, and when to try
+    // again.
+    let msg;
+    if (r.status === 0) {
+      msg = errText(r);
+    } else if (r.status === 401) {
+      msg = 'Sign-in failed: the email or password is not correct.';
+    } else {
+      msg = 'Sign-in failed: ' + errText(r);
+      const wait = retryAfter(r);
+      if (wait) { msg += ' Try again in ' + wait + (wait === 1 ? ' second.' : ' seconds.'); }
+    }
+    alertMsg(msg);
     $('#password').value = '';
     $('#password').focus();
   });
@@ -277,7 +337,8 @@ pages.namespaces = async () => {
   };
   $('#ns-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const r = await api('POST', '/namespaces', { name: $('#ns-name').value });
+    const r = await send('POST', '/namespaces', { name: $('#ns-name').value });
+    if (!r) { return; }
     if (r.status === 201) { status('Created Namespace ' + r.data.name + '.'); $('#ns-name').value = ''; } else { alertMsg(errText(r)); }
     follow();
   });
@@ -320,9 +381,18 @@ pages.agents = async () => {
   };
   $('#cfg-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
+    // The document is sent as typed: parsing and re-encoding it would round
+    // large integers, drop duplicate keys (which the API refuses) and
+    // respell numbers. JSON.parse only checks it; a text that passes is one
+    // JSON value, so it can stand as the body's document member.
+    const raw = $('#cfg-doc').value;
     let doc;
-    try { doc = JSON.parse($('#cfg-doc').value); } catch (e) { alertMsg('The document is not valid JSON.'); return; }
-    const r = await api('POST', '/namespaces/' + enc(NS) + '/configurations', { name: $('#cfg-name').value, kind: 'agent', document: doc });
+    try { doc = JSON.parse(raw); } catch (e) { alertMsg('The document is not valid JSON.'); return; }
+    if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) { alertMsg('The document must be a JSON object.'); return; }
+    if (!wellFormed(raw)) { alertMsg('The document is not well-formed Unicode.'); return; }
+    const r = await send('POST', '/namespaces/' + enc(NS) + '/configurations', undefined,
+      { raw: '{"name":' + JSON.stringify($('#cfg-name').value) + ',"kind":"agent","document":' + raw + '}' });
+    if (!r) { return; }
     if (r.status === 201) { status('Created Configuration ' + r.data.name + '.'); $('#cfg-name').value = ''; } else { alertMsg(errText(r)); }
     loadCfgs();
   });
@@ -369,6 +439,9 @@ pages['agent-new'] = async () => {
     alertMsg('Read-only: you may not create Agents in this Namespace.');
     return;
   }
+  // Leaving (or signing out) asks while a file differs from its default:
+  // up to four files of typed text would be lost.
+  unsaved = () => areas.some((t) => lf(t.value) !== lf(defs.data.files[t.dataset.name] || ''));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const bad = check();
@@ -376,12 +449,13 @@ pages['agent-new'] = async () => {
     const files = {};
     for (const t of areas) { files[t.dataset.name] = lf(t.value); }
     status('Creating…');
-    const r = await api('POST', '/namespaces/' + enc(NS) + '/agents', {
+    const r = await send('POST', '/namespaces/' + enc(NS) + '/agents', {
       name: $('#agent-name').value, configurationId: sel.value,
       initialWorkspaceFiles: files, workspaceDefaultsId: $('#defaults-id').value,
     });
+    if (!r) { return; }
     if (r.status === 201) {
-      location.assign('/console/namespaces/' + enc(NS) + '/agents/' + enc(r.data.id));
+      leave('/console/namespaces/' + enc(NS) + '/agents/' + enc(r.data.id));
       return;
     }
     if (r.status === 409 && r.error && /defaults/i.test(r.error.message || '')) {
@@ -498,8 +572,12 @@ pages.file = async () => {
   const defaultHint = hint.textContent;
   // base is the content as read (raw: it may hold CR or CRLF), hash its
   // ETag (null: the file did not exist), unknown the text of a save whose
-  // outcome is unknown until a reload settles it.
-  const st = { loaded: false, base: '', hash: null, pending: false, loading: false, unknown: null, running: false };
+  // outcome is unknown until a reload settles it. late is set when a reload
+  // settled an unknown outcome by finding no file: that save was not
+  // applied so far but may still be, so creating the file (a write without
+  // If-Match, which nothing could refuse) asks first. Only a load that
+  // finds the file, or a save, clears it.
+  const st = { loaded: false, base: '', hash: null, pending: false, loading: false, unknown: null, running: false, late: false };
   const canOperate = CAN.has('operate');
   // The textarea turns CR and CRLF into LF: compare with the base as the
   // textarea holds it, or a file with CRs would look edited right away.
@@ -526,22 +604,28 @@ pages.file = async () => {
     eol.textContent = cr ? 'This file has CR or CRLF line endings: the editor shows them as LF, and saving writes LF line endings.' : '';
     eol.hidden = !cr;
     let why = '';
-    if (!canOperate) { why = 'Read-only: you do not have operate on this Agent.'; } else if (!st.running) { why = 'Read-only: the Agent is not running.'; } else if (st.unknown !== null) { why = 'Saving is blocked until you reload: the last save has an unknown outcome.'; }
+    if (!canOperate) { why = 'Read-only: you do not have operate on this Agent.'; } else if (!st.running) { why = 'Read-only: the Agent is not running.'; } else if (st.unknown !== null) { why = 'Saving is blocked until you reload: the last save has an unknown outcome.'; } else if (st.late && !st.hash) { why = 'The file does not exist, but an earlier save of unknown outcome may still create it: saving asks first.'; }
     save.title = why;
     hint.textContent = why && st.loaded ? why : defaultHint;
     // Disabling the focused control sends focus to <body>: the editor
     // takes it instead.
     if (controls.includes(focused) && focused.disabled) { ed.focus(); }
   };
-  ed.addEventListener('input', refresh);
   // showConflict puts theirs (the current file) beside yours; the editor
   // keeps your text, and the next save applies against their version.
-  const showConflict = (heading, theirs, yours) => {
+  // Yours is the editor's text, kept equal to it while shown (the editor
+  // stays editable, and the hint invites editing): Keep yours saves
+  // exactly what it shows.
+  const showConflict = (heading, theirs) => {
     $('#conflict-h').textContent = heading;
     $('#theirs').value = theirs;
-    $('#yours').value = yours;
+    $('#yours').value = lf(ed.value);
     $('#conflict').hidden = false;
   };
+  ed.addEventListener('input', () => {
+    if (!$('#conflict').hidden) { $('#yours').value = lf(ed.value); }
+    refresh();
+  });
   // hideConflict hides it; focus inside it (or already lost) goes to the
   // editor.
   const hideConflict = () => {
@@ -578,23 +662,30 @@ pages.file = async () => {
         st.unknown = null;
         const h = await sha256(sent);
         const applied = r.status === 200 && (h === null ? content === sent : h === st.hash);
+        // No file: the save was not applied so far, but it may still be
+        // (a write in flight when the answer was lost).
+        st.late = r.status === 404;
         const mine = lf(ed.value);
-        if (mine === lf(content)) {
+        if (st.late) {
+          showConflict('Your earlier save has not been applied so far: the file does not exist', content);
+          status('The file does not exist: your earlier save has not been applied so far, but it may still be. Your text is kept: saving it creates the file, after you confirm.');
+        } else if (mine === lf(content)) {
           ed.value = content;
           hideConflict();
           status(applied ? 'Your earlier save was applied: the file holds what you sent.'
             : 'Your earlier save was not applied, but the file holds the same text now.');
         } else {
           showConflict(applied ? 'Your earlier save was applied; your later edits are not saved'
-            : 'Your earlier save was not applied', content, mine);
+            : 'Your earlier save was not applied', content);
           status(applied
             ? 'Your earlier save was applied: the file holds what you sent. Your edits since are kept below and in the editor: keep yours to save them, or take theirs.'
             : 'Your earlier save was not applied (or someone changed the file since). The current content is shown beside your text: keep yours to save it against the current version, or take theirs.');
         }
       } else {
+        if (r.status === 200) { st.late = false; }
         ed.value = content;
         hideConflict();
-        status(r.status === 200 ? 'Loaded.' : 'The file does not exist yet; saving creates it.');
+        status(r.status === 200 ? 'Loaded.' : (st.late ? 'The file does not exist yet; an earlier save of unknown outcome may still create it, so saving asks first.' : 'The file does not exist yet; saving creates it.'));
       }
     } else {
       alertMsg('The file could not be loaded: ' + errText(r));
@@ -615,7 +706,7 @@ pages.file = async () => {
     const theirs = cur.status === 200 ? cur.data.content : '';
     st.base = theirs;
     st.hash = cur.status === 200 ? cur.etag : null;
-    showConflict('The file changed since you loaded it' + (cur.status === 200 ? '' : ': it no longer exists'), theirs, content);
+    showConflict('The file changed since you loaded it' + (cur.status === 200 ? '' : ': it no longer exists'), theirs);
     alertMsg(why + ' Compare below, then take theirs, keep yours, or edit and save again.');
   };
   const save1 = async (content) => {
@@ -638,6 +729,7 @@ pages.file = async () => {
     if (r.status === 200) {
       st.base = content;
       st.hash = r.etag;
+      st.late = false;
       hideConflict();
       status('Saved.');
     } else if (r.status === 412) {
@@ -667,14 +759,22 @@ pages.file = async () => {
   };
   const doSave = async () => {
     if (busy() || st.unknown !== null) { return; }
-    const content = lf(ed.value);
-    const p = contentProblem(content);
+    const p = contentProblem(lf(ed.value));
     if (p) { alertMsg('Not saved: the content ' + p + '.'); return; }
     st.pending = true;
     refresh();
-    status('Saving…');
     try {
-      await save1(content);
+      // Creating the file writes without If-Match: nothing would refuse
+      // it, and an earlier save of unknown outcome that lands later would
+      // silently replace it. Say so, and write only if told to.
+      if (st.late && !st.hash && !(await confirmDialog('Create ' + FILE + ' now? Your earlier save had an unknown outcome and may still be applied later: it would then replace what you save now, and nothing would warn you.'))) {
+        status('Not saved: nothing was written.');
+        return;
+      }
+      status('Saving…');
+      // The text at the moment of sending (it may have been edited while
+      // the question was open).
+      await save1(lf(ed.value));
     } finally {
       st.pending = false;
       refresh();
@@ -688,16 +788,15 @@ pages.file = async () => {
     status('Took their version.');
     refresh();
   });
+  // Keep yours saves the editor's text, which Yours shows: edits made after
+  // the conflict appeared are part of it, never replaced by an older copy.
   $('#take-yours').addEventListener('click', () => {
     if (busy() || st.unknown !== null) { return; }
-    ed.value = $('#yours').value;
     ed.focus();
     refresh();
     doSave();
   });
-  window.addEventListener('beforeunload', (ev) => {
-    if (dirty()) { ev.preventDefault(); ev.returnValue = ''; }
-  });
+  unsaved = dirty;
   load();
 };
 
@@ -724,16 +823,32 @@ pages.audit = async () => {
     if ($('#f-withoutOutcome').checked) { q.set('withoutOutcome', 'true'); }
     return q.toString();
   };
+  // Only the latest load fills the table: Apply filters or First page while
+  // another load is out supersedes it, and its reply is dropped when it
+  // comes. Next page is off while a load is out: the cursor it holds
+  // belongs to the page being replaced, and would be sent with the new
+  // filters. Its focus, when it had it, comes back once it is on again.
+  let seq = 0;
+  const nextBtn = $('#audit-next');
   const load = async (cursor) => {
+    const mine = ++seq;
+    const hadFocus = document.activeElement === nextBtn;
+    next = '';
+    nextBtn.disabled = true;
     const q = new URLSearchParams(shown);
     if (cursor) { q.set('cursor', cursor); }
     const r = await api('GET', '/audit-events?' + q.toString());
-    if (r.status !== 200) { alertMsg(errText(r)); fillTable('#audit', [], 'Not available.'); return; }
+    if (mine !== seq) { return; }
+    const refocus = () => {
+      if (hadFocus && (document.activeElement === body || !document.activeElement)) { (nextBtn.disabled ? $('#audit-first') : nextBtn).focus(); }
+    };
+    if (r.status !== 200) { alertMsg(errText(r)); fillTable('#audit', [], 'Not available.'); refocus(); return; }
     fillTable('#audit', r.data.items.map((e) => [e.occurredAt, e.kind, e.action,
       e.resource.kind + ' ' + (e.resource.id || ''), e.actorId, e.outcome + (e.reasonCode ? ' ' + e.reasonCode : ''),
       e.details ? Object.entries(e.details).map(([k, v]) => k + '=' + v).join(', ') : '']), 'No events match.');
     next = r.data.nextCursor || '';
-    $('#audit-next').disabled = !next;
+    nextBtn.disabled = !next;
+    refocus();
     status(r.data.items.length + ' events' + (stack.length ? ', page ' + (stack.length + 1) : '') + '.');
   };
   const apply = () => {
@@ -789,19 +904,22 @@ pages.iam = async () => {
   };
   const submit = (sel, fn) => $(sel).addEventListener('submit', async (ev) => { ev.preventDefault(); await fn(); });
   submit('#user-form', async () => {
-    const r = await api('POST', '/iam/users', { email: $('#user-email').value, password: $('#user-password').value });
+    const r = await send('POST', '/iam/users', { email: $('#user-email').value, password: $('#user-password').value });
+    if (!r) { return; }
     $('#user-password').value = '';
     if (r.status === 201) { status('Created user ' + r.data.email + ' (' + r.data.id + ').'); $('#user-email').value = ''; } else { alertMsg(errText(r)); }
   });
   submit('#sp-form', async () => {
-    const r = await api('POST', '/iam/service-principals', { name: $('#sp-name').value, namespaceId: opt($('#sp-ns').value) });
+    const r = await send('POST', '/iam/service-principals', { name: $('#sp-name').value, namespaceId: opt($('#sp-ns').value) });
+    if (!r) { return; }
     if (r.status === 201) { status('Created service principal ' + r.data.name + ' (' + r.data.id + ').'); } else { alertMsg(errText(r)); }
     sps();
   });
   submit('#key-form', async () => {
     const days = parseInt($('#key-days').value, 10) || 30;
-    const r = await api('POST', '/api/auth/service-keys', { servicePrincipalId: $('#key-sp').value, name: $('#key-name').value,
+    const r = await send('POST', '/api/auth/service-keys', { servicePrincipalId: $('#key-sp').value, name: $('#key-name').value,
       namespaceId: opt($('#key-ns').value), expiresIn: days * 86400 });
+    if (!r) { return; }
     if (r.status !== 201) { alertMsg(errText(r)); return; }
     // Shown once, in this page only; never stored.
     $('#key-value').value = r.data.key;
@@ -821,7 +939,8 @@ pages.iam = async () => {
     status('Key copied to the clipboard.');
   });
   submit('#revoke-form', async () => {
-    const r = await api('DELETE', '/api/auth/service-keys/' + enc($('#revoke-id').value));
+    const r = await send('DELETE', '/api/auth/service-keys/' + enc($('#revoke-id').value));
+    if (!r) { return; }
     if (r.status === 200) { status('Revoked key ' + r.data.id + '.'); } else { alertMsg(errText(r)); }
   });
   submit('#role-form', async () => {
@@ -829,19 +948,22 @@ pages.iam = async () => {
       const [action, resourceKind] = l.split(/\s+/);
       return { action, resourceKind };
     });
-    const r = await api('POST', '/iam/roles', { name: $('#role-name').value, permissions: perms });
+    const r = await send('POST', '/iam/roles', { name: $('#role-name').value, permissions: perms });
+    if (!r) { return; }
     if (r.status === 201) { status('Created role ' + r.data.name + ' (' + r.data.id + ').'); } else { alertMsg(errText(r)); }
     roles();
   });
   submit('#binding-form', async () => {
-    const r = await api('POST', '/iam/access-bindings', { subjectId: $('#bnd-subject').value, roleId: $('#bnd-role').value,
+    const r = await send('POST', '/iam/access-bindings', { subjectId: $('#bnd-subject').value, roleId: $('#bnd-role').value,
       namespaceId: opt($('#bnd-ns').value), resourceKind: opt($('#bnd-kind').value), resourceId: opt($('#bnd-res').value) });
+    if (!r) { return; }
     if (r.status === 201) { status('Created binding ' + r.data.id + '.'); } else { alertMsg(errText(r)); }
     bindings();
   });
   submit('#restriction-form', async () => {
-    const r = await api('POST', '/iam/restrictions', { subjectId: $('#rst-subject').value, action: $('#rst-action').value,
+    const r = await send('POST', '/iam/restrictions', { subjectId: $('#rst-subject').value, action: $('#rst-action').value,
       resourceKind: $('#rst-kind').value, namespaceId: opt($('#rst-ns').value), resourceId: opt($('#rst-res').value) });
+    if (!r) { return; }
     if (r.status === 201) { status('Created restriction ' + r.data.id + '.'); } else { alertMsg(errText(r)); }
     restrictions();
   });
