@@ -52,6 +52,15 @@ type agent struct {
 
 	loaded bool        // load ran since the record was created or reset
 	sup    *supervisor // the Agent's gateway generation, nil when none
+
+	// unrestored is the revision (its id) that failed for good while the
+	// serving revision could not be started again, and unrestoredErr its
+	// failure: the next PrepareRevision of it starts the serving revision
+	// and answers that failure, instead of preparing the failed revision
+	// anew (restoreServing). In memory only: after occ restarts, Recover
+	// starts the serving revision.
+	unrestored    string
+	unrestoredErr error
 }
 
 func newAgent(d *Driver, id string) *agent {
@@ -74,6 +83,7 @@ func (a *agent) unlock()    { <-a.sem }
 func (a *agent) reset() {
 	a.loaded = false
 	a.sup = nil
+	a.unrestored, a.unrestoredErr = "", nil
 }
 
 func (a *agent) path(elem ...string) string {

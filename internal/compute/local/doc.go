@@ -50,7 +50,10 @@
 // "configuration refused"), end the revision with a permanent
 // RUNTIME_FAILED or CONFIGURATION_INVALID. Whenever no gateway runs and a
 // serving revision is recorded, that revision is started again, so a
-// failed or abandoned deployment falls back to what served before.
+// failed or abandoned deployment falls back to what served before. When
+// that start fails after a revision failed for good, PrepareRevision
+// answers a retryable error instead of the failure, so the next attempt
+// starts it again (restoreServing).
 //
 // # Re-attach
 //

@@ -260,7 +260,11 @@ func (d *Driver) DeleteNamespace(ctx context.Context, ns compute.Namespace) erro
 // configuration); a revision older than the serving one is RUNTIME_FAILED.
 // All are permanent. A done context, I/O errors and setup runs that failed
 // for a reason outside the workspace (setupTransient: a native setup
-// timeout, resource exhaustion, an I/O error) are retryable.
+// timeout, resource exhaustion, an I/O error) are retryable. After a
+// permanent failure of a revision other than the serving one, the serving
+// revision is started again (restoreServing); when that fails for a reason
+// that may pass, the answer is retryable instead, and the failure is
+// answered by the attempt that restores it.
 func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
 	if err := ctx.Err(); err != nil {
 		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
@@ -273,12 +277,53 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 		return compute.PrepareResult{}, fmt.Errorf("local: prepare: %w", err)
 	}
 	defer a.unlock()
-	res, err := d.prepare(ctx, a, rev, rc)
-	if _, permanent := compute.AsPermanent(err); permanent {
+	var res compute.PrepareResult
+	if a.unrestored == rev.ID {
+		// rev failed for good and the serving revision could not be
+		// started again then: answer the failure again once it is,
+		// without preparing rev anew.
+		err = a.unrestoredErr
+	} else {
+		res, err = d.prepare(ctx, a, rev, rc)
+	}
+	if p, permanent := compute.AsPermanent(err); permanent {
 		d.log.Warn("local: prepare failed permanently", "agent", rev.AgentID, "revision", rev.ID, "error", err)
-		d.ensureServing(a)
+		if rerr := d.restoreServing(ctx, a, rev); rerr != nil {
+			// Retryable, so that the next attempt restores it: the
+			// failure is answered again then (a.unrestored).
+			a.unrestored, a.unrestoredErr = rev.ID, err
+			return compute.PrepareResult{}, fmt.Errorf("local: revision %s failed (%s), and starting the serving revision again failed: %w", rev.ID, p.Code, rerr)
+		}
+		a.unrestored, a.unrestoredErr = "", nil
 	}
 	return res, err
+}
+
+// restoreServing runs after rev failed for good, with the Agent's lock
+// held. Preparing rev stopped the serving revision's gateway to start
+// rev's (one gateway per Agent), so without it a bad deploy would leave
+// the Agent down although its deployment fails and the serving revision
+// stays the old one. A revision that failed for good runs no process
+// (its supervisor gave up after the last one ended, or none was started),
+// so what is left is to start the serving revision again, as
+// startServing does: unless rev is the serving revision, or a gateway
+// runs or starts (rev failed before disturbing it), or the serving
+// revision's own supervisor gave up on it (its own failure). What no
+// retry changes (the serving revision's setup does not verify, its
+// configuration is gone) is that revision's own failure too: it is
+// logged, and rev's failure answered. Any other error (a transient
+// verifier failure, the port, the files) is returned, for the caller to
+// answer retryably.
+func (d *Driver) restoreServing(ctx context.Context, a *agent, rev compute.Revision) error {
+	if a.serving() == rev.ID {
+		return nil
+	}
+	err := d.startServing(ctx, a)
+	if _, permanent := compute.AsPermanent(err); permanent {
+		d.log.Warn("local: the serving revision cannot be started; not starting it", "agent", a.id, "error", err)
+		return nil
+	}
+	return err
 }
 
 func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
@@ -712,58 +757,73 @@ func (d *Driver) recoverAgent(ctx context.Context, agentID string, orphans []int
 	return nil
 }
 
-// ensureServing starts the serving revision when the Agent has one and no
-// gateway is running or starting. It is best effort: a failure is logged,
-// and the next Prepare, Recover or restart tries again.
+// ensureServing is startServing for StopRevision and Recover, best
+// effort: a failure is logged, and the next Prepare, Recover or restart
+// tries again.
 func (d *Driver) ensureServing(a *agent) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.o.SetupTimeout)
+	defer cancel()
+	if err := d.startServing(ctx, a); err != nil {
+		d.log.Warn("local: the serving revision was not started", "agent", a.id, "error", err)
+	}
+}
+
+// startServing starts the serving revision when the Agent has one and no
+// gateway is running or starting, after its setup verifies. It starts
+// nothing when the serving revision's own supervisor gave up on it (it is
+// not looped). Everything that can fail is checked before the gateway of
+// a revision that failed is stopped, so an error leaves that failure in
+// place. Errors: what no retry changes is permanent: a verdict on the
+// workspace, WORKSPACE_SETUP_FAILED (the setup identity is malformed, or
+// the marker does not verify), or a serving revision whose configuration
+// is gone or malformed, RUNTIME_FAILED; anything else may pass.
+func (d *Driver) startServing(ctx context.Context, a *agent) error {
 	if s := a.sup; s != nil && !s.stopping() {
 		if err, _ := s.failure(); err == nil {
-			return
+			return nil
 		}
 	}
 	serving := a.serving()
 	if serving == "" {
-		return
+		return nil
+	}
+	if s := a.sup; s != nil && s.rev.ID == serving {
+		return nil // it is the one that failed; do not loop
 	}
 	info, err := a.readRevisionInfo(serving)
 	if err != nil {
-		d.log.Warn("local: serving revision has no configuration; not starting it", "agent", a.id, "revision", serving, "error", err)
-		return
-	}
-	if s := a.sup; s != nil && s.rev.ID == serving {
-		return // it is the one that failed; do not loop
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.o.SetupTimeout)
-	defer cancel()
-	if err := d.stopGateway(ctx, a); err != nil {
-		d.log.Warn("local: could not stop the failed gateway", "agent", a.id, "error", err)
-		return
-	}
-	port, err := d.startPort(a)
-	if err != nil {
-		d.log.Warn("local: no port for the serving revision", "agent", a.id, "error", err)
-		return
-	}
-	cfgPath := a.configPath(serving)
-	if err := repointConfig(cfgPath, port); err != nil {
-		d.log.Warn("local: could not update the serving revision's port", "agent", a.id, "error", err)
-		return
+		err = fmt.Errorf("local: the serving revision %s has no usable configuration: %w", serving, err)
+		if compute.TransientErrno(err) {
+			return err
+		}
+		return compute.Permanent(compute.CodeRuntimeFailed, err)
 	}
 	id, err := a.files().Identity()
 	if err != nil {
-		d.log.Warn("local: serving revision: setup identity unreadable", "agent", a.id, "error", err)
-		return
+		if setupTransient(err) {
+			return fmt.Errorf("local: serving revision: read the setup identity (retryable): %w", err)
+		}
+		return compute.Permanent(compute.CodeWorkspaceSetupFailed, fmt.Errorf("local: serving revision: read the setup identity: %w", err))
 	}
 	if id != nil {
 		if err := d.verify(ctx, a, *id); err != nil {
-			// Permanent or transient, it does not start: a transient
-			// failure is tried again by the next Prepare or Recover.
-			d.log.Warn("local: serving revision: workspace setup not verified; not starting it", "agent", a.id, "error", err)
-			return
+			return err
 		}
+	}
+	if err := d.stopGateway(ctx, a); err != nil {
+		return err
+	}
+	port, err := d.startPort(a)
+	if err != nil {
+		return fmt.Errorf("local: no port for the serving revision: %w", err)
+	}
+	cfgPath := a.configPath(serving)
+	if err := repointConfig(cfgPath, port); err != nil {
+		return fmt.Errorf("local: update the serving revision's port: %w", err)
 	}
 	d.startSupervisor(a, revInfo{ID: serving, NamespaceID: info.NamespaceID, AgentID: a.id, Number: info.Number, ConfigPath: cfgPath}, port, nil)
 	d.log.Info("local: starting the serving revision", "agent", a.id, "revision", serving)
+	return nil
 }
 
 // Close stops supervising without stopping any gateway, so that the next

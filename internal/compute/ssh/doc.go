@@ -55,7 +55,11 @@
 // verifier before each start and restarts the gateway (backoff 1 s to
 // 30 s), giving up (and saying why in status) after a verifier failure, a
 // refused configuration or five quick exits. Both outlive occ; Recover
-// starts serving revisions whose gateway is gone.
+// starts serving revisions whose gateway is gone. When a revision other
+// than the serving one fails for good, PrepareRevision stops what runs of
+// it and starts the serving revision's gateway again (preparing the failed
+// one had stopped it); when that fails the answer is retryable, so the
+// next attempt does it (restoreServing).
 //
 // # Live files
 //

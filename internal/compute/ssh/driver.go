@@ -115,6 +115,16 @@ type agent struct {
 	startAt time.Time
 	started string
 
+	// unrestored is the revision (its id) that failed for good while the
+	// serving revision's gateway could not be started again, and
+	// unrestoredErr its failure: the next PrepareRevision of it restores
+	// the serving revision and answers that failure, instead of starting
+	// the failed revision anew (restoreServing). In memory only: after a
+	// restart of occ the worker's retry prepares the revision again, which
+	// fails again and restores then.
+	unrestored    string
+	unrestoredErr error
+
 	// ep is host and port again, published (setEndpoint) once both are
 	// known and cleared when the Agent is deleted, for Endpoint, which
 	// must not take lock: a verb holds it through long remote commands
@@ -662,7 +672,10 @@ func (d *Driver) status(ctx context.Context, h *host, nsID, agentID string, port
 // WORKSPACE_SETUP_FAILED; a gateway that gives up or is not ready within
 // ReadyTimeout is RUNTIME_FAILED (CONFIGURATION_INVALID when it refused
 // its configuration). All are permanent; host, network and deadline
-// errors are retryable.
+// errors are retryable. After a permanent failure of a revision other
+// than the serving one, the serving revision's gateway is started again
+// (restoreServing); when that fails the answer is retryable instead, and
+// the failure is answered by the attempt that restores it.
 func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
 	if err := ctx.Err(); err != nil {
 		return compute.PrepareResult{}, err
@@ -675,7 +688,26 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 		return compute.PrepareResult{}, err
 	}
 	defer a.unlock()
-	res, err := d.prepare(ctx, a, rev, rc)
+	var res compute.PrepareResult
+	if a.unrestored == rev.ID {
+		// rev failed for good and the restore of the serving revision
+		// failed: answer the failure again once the restore succeeds,
+		// without starting rev anew.
+		err = a.unrestoredErr
+	} else {
+		res, err = d.prepare(ctx, a, rev, rc)
+	}
+	if p, ok := compute.AsPermanent(err); ok {
+		d.log.Warn("ssh: prepare failed permanently", "agent", rev.AgentID, "revision", rev.ID, "code", p.Code, "error", err)
+		if rerr := d.restoreServing(ctx, a, rev); rerr != nil {
+			// Retryable, so that the next attempt restores it: the
+			// failure is answered again then (a.unrestored).
+			a.unrestored, a.unrestoredErr = rev.ID, err
+			a.started = ""
+			return compute.PrepareResult{}, fmt.Errorf("ssh: revision %s failed (%s), and restoring the serving revision failed: %w", rev.ID, p.Code, rerr)
+		}
+		a.unrestored, a.unrestoredErr = "", nil
+	}
 	if err != nil || res.Ready {
 		// The start timed against ReadyTimeout is over (ready, or failed
 		// for good), or what runs is unknown (a host or network error, a
@@ -685,6 +717,74 @@ func (d *Driver) PrepareRevision(ctx context.Context, rev compute.Revision, rc c
 		a.started = ""
 	}
 	return res, err
+}
+
+// restoreServing runs after rev failed for good, with the Agent's lock
+// held. Preparing rev stopped the serving revision's gateway to start
+// rev's (one gateway per Agent), so without it a bad deploy would leave
+// the Agent down although its deployment fails and the serving revision
+// stays the old one. Unless rev is the serving revision (its failures are
+// left to its supervisor, run.sh or the unit, and to Recover), it stops
+// what still runs of rev, so that a failed revision neither keeps
+// restarting nor serves later unactivated, and starts the serving
+// revision's gateway again (its supervisor runs the setup verifier before
+// the gateway, as at every start). Nothing is done when another
+// revision's gateway runs (the serving one: rev failed before disturbing
+// it) or the serving revision's supervisor gave up on it; with no serving
+// revision (a first deployment) a supervisor that gave up on rev is left
+// as it is, so that preparing rev again answers its failure. An error
+// (the host, the connection, a script) is the caller's to report as
+// retryable.
+func (d *Driver) restoreServing(ctx context.Context, a *agent, rev compute.Revision) error {
+	h := a.host
+	if h == nil {
+		return nil // never placed: nothing of rev ran, nothing was stopped
+	}
+	if err := h.ready(ctx); err != nil {
+		return err
+	}
+	dir := h.agentDir(rev.NamespaceID, rev.AgentID)
+	port, err := d.port(ctx, a, h, dir, rev.AgentID)
+	if err != nil {
+		return err
+	}
+	st, err := d.status(ctx, h, rev.NamespaceID, rev.AgentID, port)
+	if err != nil {
+		return err
+	}
+	rh := agentdir.Hash(rev.ID)
+	switch {
+	case st.serving == rev.ID:
+		return nil
+	case st.alive && st.rev != rh:
+		// The serving revision's gateway runs (rev failed before
+		// disturbing it), or a newer one's: not rev's to touch.
+		return nil
+	case st.serving == "":
+		if st.alive {
+			return d.stopGateway(ctx, h, dir, rev.AgentID)
+		}
+		return nil
+	}
+	sh := agentdir.Hash(st.serving)
+	if st.rev == sh && st.gaveUp != "" {
+		return nil // its supervisor gave up on it: its own failure
+	}
+	if _, ok := st.numbers[st.serving]; !ok {
+		return fmt.Errorf("ssh: the serving revision %s has no configuration", st.serving)
+	}
+	// Whatever runs is not the serving revision: stop it (rev's gateway,
+	// and the helpers a gateway leaves behind, which would hold the state
+	// database) before the serving one starts.
+	if err := d.stopGateway(ctx, h, dir, rev.AgentID); err != nil {
+		return err
+	}
+	if err := d.startGateway(ctx, h, dir, rev.AgentID, sh, port); err != nil {
+		return err
+	}
+	d.log.Info("ssh: started the serving revision again after a failed revision", "agent", rev.AgentID,
+		"revision", st.serving, "failed", rev.ID, "host", h.cfg.Name)
+	return nil
 }
 
 func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
@@ -1140,6 +1240,7 @@ func (d *Driver) DeleteAgent(ctx context.Context, ag compute.Agent) error {
 		return err
 	}
 	a.host, a.port, a.started = nil, 0, ""
+	a.unrestored, a.unrestoredErr = "", nil
 	a.clearEndpoint()
 	d.log.Info("ssh: agent deleted", "agent", ag.ID, "host", h.cfg.Name)
 	return nil
