@@ -32,7 +32,7 @@ runtime:
 ## run: build, install the agent runtime if missing, then start `occ server` on the embedded default
 ## (SQLite in ./.occ, the local Compute driver: one OpenClaw gateway process per deployed Agent)
 run: build runtime
-	OCC_OPENCLAW_RUNTIME="$$(bash scripts/install-runtime.sh 2>/dev/null | tail -n 1)" ./bin/occ server
+	OCC_OPENCLAW_RUNTIME="$${OCC_OPENCLAW_RUNTIME:-$$(bash scripts/install-runtime.sh 2>/dev/null | tail -n 1)}" ./bin/occ server
 
 ## test: prepare what the tests need (PostgreSQL, the Kubernetes environment), check formatting and vet, run every test
 test:

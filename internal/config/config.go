@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,7 +82,8 @@ type Config struct {
 	SignInAddress SignInLimits
 	// TLSCertFile and TLSKeyFile, when both set, make the listener serve
 	// HTTPS with this PEM certificate chain and key, re-read when the
-	// files change. "occ server" refuses to start with only one of them.
+	// files change. Validate refuses only one of them, and a file that
+	// cannot be read.
 	TLSCertFile string
 	TLSKeyFile  string
 	// ShutdownTimeout bounds the graceful shutdown after SIGTERM: in-flight
@@ -313,6 +315,13 @@ func DefaultPublicOrigin(listen string) string {
 // Compute driver table the driver selection and its section are checked
 // against.
 func (c *Config) Validate(drivers ComputeDrivers) error {
+	return c.validate(drivers, false)
+}
+
+// validate is Validate; originDerived says that Load derived the public
+// origin from the listen address (none was set), so that an origin the
+// operator never wrote is reported as a problem of --listen.
+func (c *Config) validate(drivers ComputeDrivers, originDerived bool) error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -328,7 +337,15 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 	// Load derives an empty origin from the listen address; when that is
 	// what failed, the listen error alone names the cause.
 	if c.PublicOrigin != "" || listenErr == nil {
-		add(validatePublicOrigin(c.PublicOrigin))
+		if err := validatePublicOrigin(c.PublicOrigin); err != nil && originDerived {
+			// A valid listen address need not give a valid origin: port 0
+			// (picked when bound), upper case (LOCALHOST:8080), the
+			// scheme's default port.
+			add(fmt.Errorf("listen address %q: the public origin derived from it is not usable (%v); "+
+				"set --public-origin to the scheme://host[:port] browsers use to reach OCC", c.Listen, err))
+		} else {
+			add(err)
+		}
 	}
 	for _, p := range c.TrustedProxies {
 		add(validateTrustedProxy(p))
@@ -402,7 +419,56 @@ func (c *Config) Validate(drivers ComputeDrivers) error {
 			add(fmt.Errorf("%s %q must be an absolute path", f.name, f.path))
 		}
 	}
+	errs = append(errs, c.tlsErrors()...)
 	return errors.Join(errs...)
+}
+
+// tlsErrors reports a half TLS pair and a TLS file that cannot be read,
+// naming the flag. "occ server" would find either only when it loads the
+// pair; checking here makes it a configuration error (exit 2) before any
+// command opens the database. It opens the files only to see that they can
+// be read; the server parses them (internal/tlscert).
+func (c *Config) tlsErrors() []error {
+	var errs []error
+	switch {
+	case c.TLSCertFile != "" && c.TLSKeyFile == "":
+		errs = append(errs, errors.New("TLS certificate file (--tls-cert-file) is set but the TLS key file (--tls-key-file) is not: set both to serve HTTPS, or neither"))
+	case c.TLSCertFile == "" && c.TLSKeyFile != "":
+		errs = append(errs, errors.New("TLS key file (--tls-key-file) is set but the TLS certificate file (--tls-cert-file) is not: set both to serve HTTPS, or neither"))
+	}
+	for _, f := range []struct{ name, flag, path string }{
+		{"TLS certificate file", "tls-cert-file", c.TLSCertFile}, {"TLS key file", "tls-key-file", c.TLSKeyFile},
+	} {
+		if f.path == "" || !filepath.IsAbs(f.path) {
+			continue // unset, or reported above
+		}
+		if err := readable(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q (--%s) cannot be read: %v", f.name, f.path, f.flag, err))
+		}
+	}
+	return errs
+}
+
+// readable reports why path cannot be opened for reading as a file, in
+// words without the path (the caller names it).
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return pe.Err
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return errors.New("it is a directory")
+	}
+	return nil
 }
 
 // unjoin returns the errors errors.Join combined, or err alone.
@@ -443,22 +509,66 @@ func sameListener(a, b string) bool {
 	return ha == hb || wild(ha) || wild(hb)
 }
 
-// validateDatabaseURL checks only the scheme, the part that decides which
-// store is used; the store parses the rest and says what is wrong with it
-// without leaking the password. The value is never quoted back here: it
-// may carry a password, even in a malformed "user:pass@host" without a
-// scheme.
+// validateDatabaseURL checks the scheme, the part that decides which
+// store is used, and that a PostgreSQL URL reads one way only
+// (showableURL), so that it can be logged without its password; the store
+// parses the rest and says what is wrong with it without leaking the
+// password. The value is never quoted back here: it may carry a password,
+// even in a malformed "user:pass@host" without a scheme.
 func validateDatabaseURL(s string) error {
 	if s == "" {
 		return nil
 	}
 	lower := strings.ToLower(s)
-	for _, prefix := range []string{"postgres://", "postgresql://", "sqlite:", "file:"} {
+	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
+		if _, ok := showableURL(s); !ok {
+			return errors.New("database URL cannot be read unambiguously (the value is not shown because it may contain a password): " +
+				"percent-encode each /, ?, # and @ in its user name and password (as %2F, %3F, %23 and %40)")
+		}
+		return nil
+	}
+	for _, prefix := range []string{"sqlite:", "file:"} {
 		if strings.HasPrefix(lower, prefix) {
 			return nil
 		}
 	}
 	return errors.New("database URL must start with postgres://, postgresql://, sqlite: or file: (the value is not shown because it may contain a password)")
+}
+
+// showableURL parses raw and reports whether its redacted form hides
+// every secret. It does not when url.Parse and the PostgreSQL driver (pgx,
+// which follows libpq) would split the user information differently:
+//
+//   - An unencoded /, ? or # in the password ends url.Parse's authority
+//     early: "occ:1234/s3cret@db" or "occ:/s3cret@db" parses as host occ
+//     with port 1234 (or none) and no user, so Redacted hides nothing, and
+//     pgx, which sees no user information before a '/' either, connects to
+//     the wrong host and quotes the rest (the password) as the database
+//     name in its error. Any '@' after "://" with no user found is taken
+//     as this case; an '@' meant elsewhere is written %40.
+//   - A second '@' before the path: url.Parse splits at the last one, pgx
+//     at the first, so pgx would take the password's tail for the host.
+func showableURL(raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, false
+	}
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return u, true
+	}
+	at := strings.IndexByte(rest, '@')
+	if at < 0 {
+		return u, true
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if u.User == nil || strings.LastIndexByte(rest[:end], '@') != at {
+		return nil, false
+	}
+	return u, true
 }
 
 func validatePublicOrigin(s string) error {
@@ -575,15 +685,22 @@ func (c Config) LogValue() slog.Value {
 
 // RedactedDatabaseURL describes the database for logs and messages:
 // "embedded SQLite in <data dir>", or the URL without its password and
-// query.
+// query, or only its scheme ("postgres://(not shown)") when it cannot be
+// read unambiguously (showableURL).
 func (c Config) RedactedDatabaseURL() string {
 	s := c.DatabaseURL
 	if s == "" {
 		return "embedded SQLite in " + c.DataDir
 	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(unparseable, not shown)"
+	u, ok := showableURL(s)
+	if !ok {
+		lower := strings.ToLower(s)
+		for _, scheme := range []string{"postgres", "postgresql", "sqlite", "file"} {
+			if strings.HasPrefix(lower, scheme+":") {
+				return scheme + "://(not shown)"
+			}
+		}
+		return "(not shown)"
 	}
 	// Passwords can also hide in the query (password=...); drop it whole.
 	u.RawQuery = ""

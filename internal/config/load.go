@@ -412,7 +412,8 @@ func Load(flags *pflag.FlagSet, env func(string) string, drivers ComputeDrivers)
 	// code is held to the canonical spelling the rest of OCC compares with.
 	c.LogLevel = strings.ToLower(c.LogLevel)
 	c.LogFormat = strings.ToLower(c.LogFormat)
-	if c.PublicOrigin == "" {
+	originDerived := c.PublicOrigin == ""
+	if originDerived {
 		c.PublicOrigin = DefaultPublicOrigin(c.Listen)
 	}
 	if c.DatabaseURLFile != "" {
@@ -432,7 +433,7 @@ func Load(flags *pflag.FlagSet, env func(string) string, drivers ComputeDrivers)
 		}
 		c.DataDir = abs
 	}
-	if err := c.Validate(drivers); err != nil {
+	if err := c.validate(drivers, originDerived); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -489,14 +490,43 @@ type fileConfig struct {
 	Metrics         fileMetrics        `yaml:"metrics"`
 }
 
+// fileBool is an on/off option of the file. yaml.v3 decodes YAML 1.1's
+// y/n, yes/no and on/off into a Go bool for compatibility, but the flags
+// and environment variables (setBool) and the docs know only true and
+// false: "embedded: no" must not mean false in a file where
+// OCC_EMBEDDED_WORKER=no is refused. key is the option's dotted key, for
+// the error; decodeFile sets it along with the value the file may
+// override. It decodes itself, so it is no section of the file.
+type fileBool struct {
+	key string
+	v   bool
+}
+
+// UnmarshalYAML accepts the YAML 1.2 booleans only: true and false (also
+// True, TRUE, False, FALSE), unquoted. Its error is a *yaml.TypeError, so
+// that it is reported together with the file's other type errors.
+func (b *fileBool) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		switch strings.ToLower(n.Value) {
+		case "true":
+			b.v = true
+			return nil
+		case "false":
+			b.v = false
+			return nil
+		}
+	}
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s must be true or false, not %s", n.Line, b.key, describeNode(n))}}
+}
+
 type fileMetrics struct {
 	Listen string `yaml:"listen"`
 }
 
 type fileWorker struct {
-	Embedded     bool   `yaml:"embedded"`
-	Concurrency  int    `yaml:"concurrency"`
-	HealthListen string `yaml:"healthListen"`
+	Embedded     fileBool `yaml:"embedded"`
+	Concurrency  int      `yaml:"concurrency"`
+	HealthListen string   `yaml:"healthListen"`
 }
 
 type fileDrivers struct {
@@ -517,7 +547,7 @@ type fileGateway struct {
 }
 
 type fileGatewayPool struct {
-	Enabled        bool          `yaml:"enabled"`
+	Enabled        fileBool      `yaml:"enabled"`
 	IdleTimeout    time.Duration `yaml:"idleTimeout"`
 	MaxConnections int           `yaml:"maxConnections"`
 }
@@ -633,10 +663,12 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		Log:             fileLog{Level: c.LogLevel, Format: c.LogFormat},
 		Runtime:         fileRuntime{OpenClaw: c.OpenClawRuntime},
 		Gateway: fileGateway{APIKeyFile: c.GatewayAPIKeyFile, CAFile: c.GatewayCAFile,
-			Pool: fileGatewayPool{Enabled: c.GatewayPool, IdleTimeout: c.GatewayPoolIdleTimeout, MaxConnections: c.GatewayPoolMaxConnections}},
+			Pool: fileGatewayPool{Enabled: fileBool{key: "gateway.pool.enabled", v: c.GatewayPool}, IdleTimeout: c.GatewayPoolIdleTimeout,
+				MaxConnections: c.GatewayPoolMaxConnections}},
 		WorkspaceFiles: fileWorkspaceFiles{Timeout: c.WorkspaceFileTimeout},
-		Worker:         fileWorker{Embedded: c.EmbeddedWorker, Concurrency: c.WorkerConcurrency, HealthListen: c.WorkerHealthListen},
-		Metrics:        fileMetrics{Listen: c.MetricsListen},
+		Worker: fileWorker{Embedded: fileBool{key: "worker.embedded", v: c.EmbeddedWorker}, Concurrency: c.WorkerConcurrency,
+			HealthListen: c.WorkerHealthListen},
+		Metrics: fileMetrics{Listen: c.MetricsListen},
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -698,11 +730,11 @@ func decodeFile(data []byte, c *Config, drivers ComputeDrivers) error {
 		OpenClawRuntime:            fc.Runtime.OpenClaw,
 		GatewayAPIKeyFile:          fc.Gateway.APIKeyFile,
 		GatewayCAFile:              fc.Gateway.CAFile,
-		GatewayPool:                fc.Gateway.Pool.Enabled,
+		GatewayPool:                fc.Gateway.Pool.Enabled.v,
 		GatewayPoolIdleTimeout:     fc.Gateway.Pool.IdleTimeout,
 		GatewayPoolMaxConnections:  fc.Gateway.Pool.MaxConnections,
 		WorkspaceFileTimeout:       fc.WorkspaceFiles.Timeout,
-		EmbeddedWorker:             fc.Worker.Embedded,
+		EmbeddedWorker:             fc.Worker.Embedded.v,
 		WorkerConcurrency:          fc.Worker.Concurrency,
 		WorkerHealthListen:         fc.Worker.HealthListen,
 		MetricsListen:              fc.Metrics.Listen,

@@ -301,25 +301,57 @@ func (h *Health) Ready(w http.ResponseWriter, r *http.Request) {
 // configured database first. The first start on an empty database
 // bootstraps the installation and prints the generated administrator
 // password to standard output (the operator's terminal), once.
+//
+// What can fail for a reason of this host, the TLS pair and the API and
+// metrics listen addresses, is loaded and bound before the database is
+// opened: a start that fails there has migrated nothing and created no
+// administrator, whose one-time password would otherwise scroll past
+// above the error and never be shown again. The API listener accepts
+// connections from then on but serves them only once start-up is done
+// (they wait in the kernel's backlog).
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	TuneGC(logger)
 	authn.SetHashing(cfg.PasswordHashConcurrency, 0)
-	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	var (
+		certs *tlscert.Reloader
+		err   error
+	)
+	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
+		if certs, err = tlscert.New(tlscert.Options{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, Logger: logger}); err != nil {
+			return err
+		}
+		if !strings.HasPrefix(cfg.PublicOrigin, "https://") {
+			logger.Warn("TLS is on but the public origin is not https: session cookies are not marked Secure and HSTS is off; set --public-origin https://...",
+				"publicOrigin", cfg.PublicOrigin)
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	// Serve closes ln; this covers the returns before it. A second Close
+	// is harmless.
+	defer ln.Close()
+	logger, obs, err := observe(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	st, err := sqlstore.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		obs.close(logger)
+		return err
+	}
 	defer st.Close()
+	// Deferred after st.Close, so it runs first: no scrape queries a
+	// closed store.
+	defer obs.close(logger)
 	st.SetMaxConnections(cfg.DatabaseMaxConnections)
 	st.SetReadCacheItems(cfg.DatabaseReadCacheItems)
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate database: %w", err)
 	}
 	ping := st.DB().PingContext
-	logger, obs, err := observe(ctx, cfg, st, logger)
-	if err != nil {
-		return err
-	}
-	defer obs.close(logger)
+	obs.watchStore(st)
 	warnExposedFiles(st, logger)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
@@ -367,20 +399,6 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 	// instead of under 50 MB; docs/performance.md).
 	debug.FreeOSMemory()
 
-	var certs *tlscert.Reloader
-	if cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" {
-		if certs, err = tlscert.New(tlscert.Options{CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile, Logger: logger}); err != nil {
-			return err
-		}
-		if !strings.HasPrefix(cfg.PublicOrigin, "https://") {
-			logger.Warn("TLS is on but the public origin is not https: session cookies are not marked Secure and HSTS is off; set --public-origin https://...",
-				"publicOrigin", cfg.PublicOrigin)
-		}
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
 	// Handlers run on a context of their own: the signal that cancels ctx
 	// starts a graceful drain, in which they finish; they are cancelled
 	// only if the drain runs out of time (stopServing).
@@ -504,11 +522,12 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 	// none; its deployments commit, so its own reads would all miss and
 	// each pay the snapshot check.
 	st.SetReadCacheItems(0)
-	logger, obs, err := observe(ctx, cfg, st, logger)
+	logger, obs, err := observe(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer obs.close(logger)
+	obs.watchStore(st)
 	warnExposedFiles(st, logger)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
@@ -575,10 +594,12 @@ type observability struct {
 }
 
 // observe sets up the process's observability from cfg and the OTEL_*
-// environment: the metrics listener (when cfg.MetricsListen is set) with
-// the database pool and queue depth collectors, the tracer provider, and a
-// logger that adds trace ids to lines logged with a traced context.
-func observe(ctx context.Context, cfg config.Config, st *sqlstore.Store, logger *slog.Logger) (*slog.Logger, *observability, error) {
+// environment: the metrics listener (when cfg.MetricsListen is set), the
+// tracer provider, and a logger that adds trace ids to lines logged with a
+// traced context. It needs no database, so Run binds the metrics address
+// before it migrates anything; watchStore adds the database's collectors
+// once the store is open (scrapes before then have no database series).
+func observe(ctx context.Context, cfg config.Config, logger *slog.Logger) (*slog.Logger, *observability, error) {
 	logger = slog.New(telemetry.LogHandler(logger.Handler(), httpx.RequestIDFrom))
 	o := &observability{shutdown: func(context.Context) error { return nil }}
 	tp, shutdown, err := telemetry.SetupTracing(ctx, os.Getenv, logger)
@@ -591,12 +612,6 @@ func observe(ctx context.Context, cfg config.Config, st *sqlstore.Store, logger 
 	}
 	if cfg.MetricsListen != "" {
 		o.metrics = telemetry.NewMetrics()
-		o.metrics.RegisterDB(st.DB())
-		o.metrics.RegisterQueueDepth(st.QueueDepth, string(store.WorkQueued), string(store.WorkRunning))
-		o.metrics.RegisterReadCache(func() (uint64, uint64, bool) {
-			s, ok := st.ReadCacheStats()
-			return s.Hits, s.Misses, ok
-		})
 		ln, err := telemetry.Listen(cfg.MetricsListen, o.metrics, logger)
 		if err != nil {
 			o.close(logger)
@@ -605,6 +620,20 @@ func observe(ctx context.Context, cfg config.Config, st *sqlstore.Store, logger 
 		o.listener = ln
 	}
 	return logger, o, nil
+}
+
+// watchStore adds the database pool, queue depth and read cache
+// collectors to the metrics, when they are on.
+func (o *observability) watchStore(st *sqlstore.Store) {
+	if o.metrics == nil {
+		return
+	}
+	o.metrics.RegisterDB(st.DB())
+	o.metrics.RegisterQueueDepth(st.QueueDepth, string(store.WorkQueued), string(store.WorkRunning))
+	o.metrics.RegisterReadCache(func() (uint64, uint64, bool) {
+		s, ok := st.ReadCacheStats()
+		return s.Hits, s.Misses, ok
+	})
 }
 
 // gatewayObserver is the gateway client's observer: nil (not a nil

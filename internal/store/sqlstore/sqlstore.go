@@ -420,13 +420,45 @@ func sqlitePath(raw string) (string, error) {
 	return abs, nil
 }
 
+// errAmbiguousPostgresURL refuses a URL whose user information url.Parse
+// and pgx would read differently; it never quotes the URL.
+var errAmbiguousPostgresURL = errors.New("sqlstore: the PostgreSQL URL postgres://(not shown) cannot be read unambiguously: " +
+	"percent-encode each /, ?, # and @ in its user name and password (as %2F, %3F, %23 and %40)")
+
 // redactPostgresURL returns a printable form of a PostgreSQL URL without its
 // password, and the secrets to scrub from driver errors. url.Parse's own
 // error text quotes the whole URL, so it is never passed on.
+//
+// A URL that url.Parse reads differently from pgx (which follows libpq) is
+// refused before pgx sees it, as redaction cannot be trusted for it:
+//
+//   - An unencoded /, ? or # in the password ends url.Parse's authority
+//     early: "occ:1234/s3cret@db" or "occ:/s3cret@db" parses as host occ
+//     with port 1234 (or none) and no user, so Redacted hides nothing, and
+//     pgx, which sees no user information before a '/' either, connects to
+//     the wrong host and quotes the rest, password included, as the
+//     database name in its error. Any '@' after "://" with no user found
+//     is taken as this case; an '@' meant elsewhere is written %40.
+//   - A second '@' before the path: url.Parse splits at the last one, pgx
+//     at the first, so pgx would take the password's tail for the host.
+//
+// internal/config's showableURL applies the same rule, so "occ server"
+// refuses such a URL before it logs anything.
 func redactPostgresURL(raw string) (string, []string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", nil, errors.New("sqlstore: malformed PostgreSQL URL")
+		return "", nil, errors.New("sqlstore: malformed PostgreSQL URL (not shown); percent-encode each /, ?, # and @ in its user name and password")
+	}
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.IndexByte(rest, '@'); at >= 0 {
+			end := strings.IndexAny(rest, "/?#")
+			if end < 0 {
+				end = len(rest)
+			}
+			if u.User == nil || strings.LastIndexByte(rest[:end], '@') != at {
+				return "", nil, errAmbiguousPostgresURL
+			}
+		}
 	}
 	var secrets []string
 	if pw, ok := u.User.Password(); ok && pw != "" {
