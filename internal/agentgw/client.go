@@ -383,7 +383,8 @@ func pooledOp(ctx context.Context, pc *pconn, o operation) (File, error) {
 	return setResult(res, o)
 }
 
-// session is one WebSocket connection, used for exactly one operation.
+// session is one WebSocket connection: used for exactly one operation, or,
+// pooled (pool.go), for many.
 type session struct {
 	conn *websocket.Conn
 	raw  *connRecorder

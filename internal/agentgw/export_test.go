@@ -1,6 +1,9 @@
 package agentgw
 
-import "net"
+import (
+	"context"
+	"net"
+)
 
 // PoolSize is how many connections c's pool holds.
 func PoolSize(c *Client) int { return c.pool.size() }
@@ -38,4 +41,19 @@ func pooledConns(c *Client) []*pconn {
 		conns = append(conns, pc)
 	}
 	return conns
+}
+
+// SetWithEndedContext makes n set requests on the client's pooled
+// connection with a context that has already ended, while its write turn
+// is free, and reports how many were sent and whether the connection died.
+func SetWithEndedContext(c *Client, n int) (sent int, dead bool) {
+	pc := pooledConns(c)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range n {
+		if _, s, _ := pc.roundTrip(ctx, methodSet, setParams{AgentID: NativeAgentID, Name: "SOUL.md", Content: "never sent\n"}); s {
+			sent++
+		}
+	}
+	return sent, pc.dead()
 }

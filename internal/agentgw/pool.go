@@ -218,6 +218,15 @@ func (c *pconn) roundTrip(ctx context.Context, method string, params any) (f fra
 	case <-c.done:
 		return frame[filePayload]{}, false, errPooledDead
 	}
+	// select picks either ready case at random: a deadline that passed
+	// while the write turn was free must not reach Write, which would
+	// close the shared connection at once (the library ends a write on an
+	// expired context by closing) and lose the answers of every other
+	// operation on it. Nothing was sent.
+	if err := ctx.Err(); err != nil {
+		<-c.writing
+		return frame[filePayload]{}, false, err
+	}
 	err = c.s.conn.Write(wctx, websocket.MessageText, data)
 	<-c.writing
 	if err != nil {
@@ -285,6 +294,11 @@ func (p *pool) acquire(ctx context.Context, key poolKey, fp [32]byte, dial func(
 	if err != nil {
 		return nil, err
 	}
+	// The turn is taken while c is still this operation's alone: once it
+	// is published below, other operations can take every turn, and a
+	// send on turns here would then wait for one of them to finish,
+	// past this operation's deadline.
+	c.turns <- struct{}{}
 	p.mu.Lock()
 	c.users = 1
 	if !p.closed && p.conns[key] == nil && p.roomLocked() {
@@ -292,13 +306,19 @@ func (p *pool) acquire(ctx context.Context, key poolKey, fp [32]byte, dial func(
 		p.conns[key] = c
 	}
 	p.mu.Unlock()
-	c.turns <- struct{}{} // fresh: nobody else holds a turn yet
 	return c, nil
 }
 
+// takeTurn waits for one of c's turns within ctx. A context that has
+// ended gets no turn even when one is free (select would pick either
+// ready case at random).
 func (c *pconn) takeTurn(ctx context.Context) error {
 	select {
 	case c.turns <- struct{}{}:
+		if err := ctx.Err(); err != nil {
+			c.releaseTurn()
+			return unavailable(ctxReason(err), err)
+		}
 		return nil
 	case <-ctx.Done():
 		return unavailable(ctxReason(ctx.Err()), ctx.Err())

@@ -342,7 +342,8 @@ func TestPoolBounds(t *testing.T) {
 }
 
 // TestPoolCanceledOperation: an operation whose context ends while it
-// waits for its answer leaves the pooled connection usable for the next.
+// waits for its answer marks the pooled connection suspect: the next
+// operation dials a fresh one.
 func TestPoolCanceledOperation(t *testing.T) {
 	f, c, target := warmPool(t)
 	f.SetFault(methodGet, gwtest.FaultHang)
@@ -357,5 +358,28 @@ func TestPoolCanceledOperation(t *testing.T) {
 	}
 	if n := f.Connections(); n != 2 {
 		t.Errorf("%d connections, want 2 (the one the timed-out Get left is not reused)", n)
+	}
+}
+
+// TestPoolEndedContextSendsNothing: a set whose context has ended when the
+// shared connection's write turn is free is not written (select would pick
+// the free turn half of the time, and a write on an ended context closes
+// the connection under every other operation on it); the connection
+// carries the next operation.
+func TestPoolEndedContextSendsNothing(t *testing.T) {
+	f, c, target := warmPool(t)
+	frames := f.Frames(methodSet)
+	sent, dead := agentgw.SetWithEndedContext(c, 64)
+	if sent != 0 || dead {
+		t.Errorf("64 sets with an ended context: %d sent, connection closed %v; want none sent, open", sent, dead)
+	}
+	if n := f.Frames(methodSet) - frames; n != 0 {
+		t.Errorf("the gateway received %d set frames, want none", n)
+	}
+	if _, err := c.Set(testCtx(t), target, workspace.SoulMD, "next\n", ""); err != nil {
+		t.Fatalf("Set after: %v", err)
+	}
+	if n := f.Connections(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
 	}
 }

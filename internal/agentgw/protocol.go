@@ -21,8 +21,9 @@ const (
 
 	eventChallenge = "connect.challenge"
 
-	// Request ids are per connection; one connection carries exactly one
-	// connect and one file request.
+	// Request ids are per connection. A connection of its own carries
+	// exactly one connect and one file request (these two ids); a pooled
+	// connection numbers its file requests r1, r2, ... (pool.go).
 	connectID = "1"
 	requestID = "2"
 
@@ -169,8 +170,9 @@ type fileEntry struct {
 
 // GatewayError is an error the gateway answered, reduced to its
 // machine-readable codes. It deliberately drops the human message: messages
-// are free text, and the client never lets text it did not choose reach an
-// error or a log line.
+// are free text, and an answered error never carries the gateway's text into
+// an error or a log line. (A transport failure's error can still hold the
+// WebSocket library's text, a close reason included.)
 type GatewayError struct {
 	Code         string // INVALID_REQUEST, FORBIDDEN, NOT_PAIRED, UNAVAILABLE, ...
 	DetailCode   string // details.code, e.g. AUTH_TOKEN_MISMATCH, MISSING_SCOPE
