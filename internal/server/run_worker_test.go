@@ -172,11 +172,13 @@ func TestRunWarnsOfExposedDatabaseFiles(t *testing.T) {
 			}
 			cfg.MetricsListen = testutil.FreeAddr(t)
 			logs, stop := startRun(t, tt.name, tt.run, cfg)
-			// Both serve metrics once started; the warning comes before.
+			// Both serve the database's series once the store is open;
+			// the warning comes before. (The metrics listener itself is
+			// bound before the database is opened.)
 			testutil.Eventually(t, 60*time.Second, func() bool {
-				code, _ := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
-				return code == 200
-			}, "%s never served its metrics", tt.name)
+				code, body := scrapeStatus("http://" + cfg.MetricsListen + "/metrics")
+				return code == 200 && strings.Contains(body, "go_sql_open_connections")
+			}, "%s never served its database's metrics", tt.name)
 			stop()
 			var dbWarning bool
 			for _, line := range strings.Split(logs.String(), "\n") {

@@ -351,8 +351,10 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger) error {
 		return fmt.Errorf("migrate database: %w", err)
 	}
 	ping := st.DB().PingContext
-	obs.watchStore(st)
+	// The warning comes before the database's series: a scrape that
+	// shows them has the warning logged before it.
 	warnExposedFiles(st, logger)
+	obs.watchStore(st)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -527,8 +529,10 @@ func RunWorker(ctx context.Context, cfg config.Config, logger *slog.Logger) erro
 		return err
 	}
 	defer obs.close(logger)
-	obs.watchStore(st)
+	// The warning comes before the database's series: a scrape that
+	// shows them has the warning logged before it.
 	warnExposedFiles(st, logger)
+	obs.watchStore(st)
 	driver, stopDriver, err := openDriver(ctx, cfg, logger)
 	if err != nil {
 		return err
