@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openclaw/occ/internal/dburl"
 )
 
 // Config is the resolved configuration of an occ process. Load builds one
@@ -511,7 +513,7 @@ func sameListener(a, b string) bool {
 
 // validateDatabaseURL checks the scheme, the part that decides which
 // store is used, and that a PostgreSQL URL reads one way only
-// (showableURL), so that it can be logged without its password; the store
+// (dburl.Parse), so that it can be logged without its password; the store
 // parses the rest and says what is wrong with it without leaking the
 // password. The value is never quoted back here: it may carry a password,
 // even in a malformed "user:pass@host" without a scheme.
@@ -521,7 +523,7 @@ func validateDatabaseURL(s string) error {
 	}
 	lower := strings.ToLower(s)
 	if strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		if _, ok := showableURL(s); !ok {
+		if _, ok := dburl.Parse(s); !ok {
 			return errors.New("database URL cannot be read unambiguously (the value is not shown because it may contain a password): " +
 				"percent-encode each /, ?, # and @ in its user name and password (as %2F, %3F, %23 and %40)")
 		}
@@ -533,42 +535,6 @@ func validateDatabaseURL(s string) error {
 		}
 	}
 	return errors.New("database URL must start with postgres://, postgresql://, sqlite: or file: (the value is not shown because it may contain a password)")
-}
-
-// showableURL parses raw and reports whether its redacted form hides
-// every secret. It does not when url.Parse and the PostgreSQL driver (pgx,
-// which follows libpq) would split the user information differently:
-//
-//   - An unencoded /, ? or # in the password ends url.Parse's authority
-//     early: "occ:1234/s3cret@db" or "occ:/s3cret@db" parses as host occ
-//     with port 1234 (or none) and no user, so Redacted hides nothing, and
-//     pgx, which sees no user information before a '/' either, connects to
-//     the wrong host and quotes the rest (the password) as the database
-//     name in its error. Any '@' after "://" with no user found is taken
-//     as this case; an '@' meant elsewhere is written %40.
-//   - A second '@' before the path: url.Parse splits at the last one, pgx
-//     at the first, so pgx would take the password's tail for the host.
-func showableURL(raw string) (*url.URL, bool) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, false
-	}
-	_, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return u, true
-	}
-	at := strings.IndexByte(rest, '@')
-	if at < 0 {
-		return u, true
-	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	if u.User == nil || strings.LastIndexByte(rest[:end], '@') != at {
-		return nil, false
-	}
-	return u, true
 }
 
 func validatePublicOrigin(s string) error {
@@ -686,13 +652,13 @@ func (c Config) LogValue() slog.Value {
 // RedactedDatabaseURL describes the database for logs and messages:
 // "embedded SQLite in <data dir>", or the URL without its password and
 // query, or only its scheme ("postgres://(not shown)") when it cannot be
-// read unambiguously (showableURL).
+// read unambiguously (dburl.Parse).
 func (c Config) RedactedDatabaseURL() string {
 	s := c.DatabaseURL
 	if s == "" {
 		return "embedded SQLite in " + c.DataDir
 	}
-	u, ok := showableURL(s)
+	u, ok := dburl.Parse(s)
 	if !ok {
 		lower := strings.ToLower(s)
 		for _, scheme := range []string{"postgres", "postgresql", "sqlite", "file"} {

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/openclaw/occ/internal/dburl"
 	"github.com/openclaw/occ/internal/errkind"
 	"github.com/openclaw/occ/internal/store"
 	"github.com/openclaw/occ/internal/store/auditchain"
@@ -445,20 +446,12 @@ var errAmbiguousPostgresURL = errors.New("sqlstore: the PostgreSQL URL postgres:
 // internal/config's showableURL applies the same rule, so "occ server"
 // refuses such a URL before it logs anything.
 func redactPostgresURL(raw string) (string, []string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
+	if _, err := url.Parse(raw); err != nil {
 		return "", nil, errors.New("sqlstore: malformed PostgreSQL URL (not shown); percent-encode each /, ?, # and @ in its user name and password")
 	}
-	if _, rest, ok := strings.Cut(raw, "://"); ok {
-		if at := strings.IndexByte(rest, '@'); at >= 0 {
-			end := strings.IndexAny(rest, "/?#")
-			if end < 0 {
-				end = len(rest)
-			}
-			if u.User == nil || strings.LastIndexByte(rest[:end], '@') != at {
-				return "", nil, errAmbiguousPostgresURL
-			}
-		}
+	u, ok := dburl.Parse(raw)
+	if !ok {
+		return "", nil, errAmbiguousPostgresURL
 	}
 	var secrets []string
 	if pw, ok := u.User.Password(); ok && pw != "" {
