@@ -740,15 +740,7 @@ func (d *Driver) restoreServing(ctx context.Context, a *agent, rev compute.Revis
 	if h == nil {
 		return nil // never placed: nothing of rev ran, nothing was stopped
 	}
-	if err := h.ready(ctx); err != nil {
-		return err
-	}
-	dir := h.agentDir(rev.NamespaceID, rev.AgentID)
-	port, err := d.port(ctx, a, h, dir, rev.AgentID)
-	if err != nil {
-		return err
-	}
-	st, err := d.status(ctx, h, rev.NamespaceID, rev.AgentID, port)
+	dir, port, st, err := d.placedStatus(ctx, a, h, rev)
 	if err != nil {
 		return err
 	}
@@ -785,6 +777,22 @@ func (d *Driver) restoreServing(ctx context.Context, a *agent, rev compute.Revis
 	d.log.Info("ssh: started the serving revision again after a failed revision", "agent", rev.AgentID,
 		"revision", st.serving, "failed", rev.ID, "host", h.cfg.Name)
 	return nil
+}
+
+// placedStatus is what restoreServing and ActivateRevision first learn of
+// rev's Agent on the host it is placed on: its directory, its port and
+// its supervisor's status, once the host is ready.
+func (d *Driver) placedStatus(ctx context.Context, a *agent, h *host, rev compute.Revision) (string, int, status, error) {
+	if err := h.ready(ctx); err != nil {
+		return "", 0, status{}, err
+	}
+	dir := h.agentDir(rev.NamespaceID, rev.AgentID)
+	port, err := d.port(ctx, a, h, dir, rev.AgentID)
+	if err != nil {
+		return "", 0, status{}, err
+	}
+	st, err := d.status(ctx, h, rev.NamespaceID, rev.AgentID, port)
+	return dir, port, st, err
 }
 
 func (d *Driver) prepare(ctx context.Context, a *agent, rev compute.Revision, rc compute.RevisionContext) (compute.PrepareResult, error) {
@@ -1105,15 +1113,7 @@ func (d *Driver) ActivateRevision(ctx context.Context, rev compute.Revision, rc 
 	if h == nil {
 		return fmt.Errorf("ssh: activate revision %s: the agent is not placed; prepare it first", rev.ID)
 	}
-	if err := h.ready(ctx); err != nil {
-		return err
-	}
-	dir := h.agentDir(rev.NamespaceID, rev.AgentID)
-	port, err := d.port(ctx, a, h, dir, rev.AgentID)
-	if err != nil {
-		return err
-	}
-	st, err := d.status(ctx, h, rev.NamespaceID, rev.AgentID, port)
+	dir, _, st, err := d.placedStatus(ctx, a, h, rev)
 	if err != nil {
 		return err
 	}
