@@ -292,6 +292,12 @@ func TestMalformedIdentityBeforeRestart(t *testing.T) {
 		t.Fatal("no gateway running")
 	}
 	mustDo(t, "kill -9", syscall.Kill(pid, syscall.SIGKILL))
+	// Until the supervisor has seen the exit, PrepareRevision may still
+	// answer ready: wait for the killed gateway to be gone first.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		p, _, ok := runningPID(td.dir, ta.agent.ID)
+		return !ok || p != pid
+	}, "the killed gateway %d is still recorded as running", pid)
 	// The first restart comes after 1 s of backoff; transient failures
 	// would keep it pending (1 s, 2 s, 4 s, ...) past this bound.
 	if code := waitPermanent(t, td, rev, none, 20*time.Second); code != compute.CodeWorkspaceSetupFailed {
